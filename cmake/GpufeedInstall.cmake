@@ -1,0 +1,21 @@
+# Installs the library, its headers and a package config so that find_package(gpufeed) works.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+install(TARGETS gpufeed EXPORT gpufeedTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/gpufeed DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT gpufeedTargets NAMESPACE gpufeed:: FILE gpufeedTargets.cmake
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/gpufeed)
+
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/gpufeedConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/gpufeedConfig.cmake
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/gpufeed)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/gpufeedConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/gpufeedConfig.cmake
+  ${PROJECT_BINARY_DIR}/gpufeedConfigVersion.cmake
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/gpufeed)

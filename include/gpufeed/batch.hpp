@@ -1,0 +1,66 @@
+#pragma once
+/// @file
+/// @brief A batch: a move-only lease on one slot of the loader's ring.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "gpufeed/batch_plan.hpp"
+#include "gpufeed/tensor_view.hpp"
+
+namespace gpufeed {
+
+namespace detail {
+class loader_core;
+struct slot;
+}  // namespace detail
+
+/// @brief One batch, owned by the caller until it is destroyed or `release()`d.
+///
+/// While a batch is alive its slot is never refilled. Destroying it gives the slot back to the
+/// loader. A batch may outlive its loader: the slot's memory stays valid until the batch goes.
+/// Not thread-safe: use one batch from one thread at a time.
+class batch {
+ public:
+  batch() = default;
+  batch(batch&& other) noexcept;
+  batch& operator=(batch&& other) noexcept;
+  batch(batch const&) = delete;
+  batch& operator=(batch const&) = delete;
+  ~batch();
+
+  /// @brief Gives the slot back now. The batch is empty afterwards. Never throws.
+  void release() noexcept;
+  /// @brief Whether this object holds a lease.
+  [[nodiscard]] explicit operator bool() const noexcept { return slot_ != nullptr; }
+
+  /// @brief Samples in this batch (batch_size, fewer for a short tail or skipped samples).
+  [[nodiscard]] std::size_t size() const noexcept;
+  /// @brief Position of this batch in its epoch's plan (0-based).
+  [[nodiscard]] std::uint64_t sequence() const noexcept;
+  [[nodiscard]] std::uint64_t epoch() const noexcept;
+  /// @brief Gradient-accumulation position of this batch.
+  [[nodiscard]] step_info step() const noexcept;
+  /// @brief Number of fields.
+  [[nodiscard]] std::size_t fields() const noexcept;
+  /// @brief Field `f` as a tensor of shape [size(), field dims...].
+  [[nodiscard]] tensor_view field(std::size_t f) const;
+  /// @brief The field called `name`. @throws logic_error if there is none.
+  [[nodiscard]] tensor_view field(std::string_view name) const;
+  /// @brief Dataset indices of the samples, in batch order.
+  [[nodiscard]] std::span<std::size_t const> indices() const noexcept;
+  /// @brief Dataset indices left out of this batch by `error_policy::skip`.
+  [[nodiscard]] std::span<std::size_t const> skipped() const noexcept;
+
+ private:
+  friend class detail::loader_core;
+  batch(std::shared_ptr<detail::loader_core> core, detail::slot* s) noexcept
+      : core_{std::move(core)}, slot_{s} {}
+  std::shared_ptr<detail::loader_core> core_;
+  detail::slot* slot_ = nullptr;
+};
+
+}  // namespace gpufeed

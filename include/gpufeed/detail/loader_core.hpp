@@ -1,0 +1,119 @@
+#pragma once
+// The loader's shared state: the ring, the worker pool and the consumer's hand-off.
+//
+// `loader` owns one of these through a shared_ptr, and so does every live `batch`, so that a
+// batch may outlive its loader: the loader's destructor stops and joins the workers, and the
+// memory goes when the last batch does.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "gpufeed/batch.hpp"
+#include "gpufeed/batch_plan.hpp"
+#include "gpufeed/dataset.hpp"
+#include "gpufeed/detail/slot.hpp"
+#include "gpufeed/detail/slot_layout.hpp"
+#include "gpufeed/loader.hpp"
+#include "gpufeed/options.hpp"
+#include "gpufeed/sampler.hpp"
+#include "gpufeed/stats.hpp"
+
+namespace gpufeed::detail {
+
+/// What one worker is doing and what it has measured; written by that worker only.
+struct alignas(64) worker_activity {
+  std::atomic<slot const*> on{nullptr};  // the slot of the read in progress, or null
+  std::atomic<std::size_t> index{0};     // the sample being read
+  std::atomic<std::int64_t> since_ns{0};
+  std::atomic<std::int64_t> read_ns{0};
+  std::atomic<std::int64_t> slot_wait_ns{0};
+  std::atomic<std::uint64_t> reads{0};
+};
+
+class loader_core : public std::enable_shared_from_this<loader_core> {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  /// `options` must be resolved and validated. Allocates the ring; does not start the workers.
+  loader_core(std::shared_ptr<dataset const> data, loader_options options);
+  ~loader_core();
+  loader_core(loader_core const&) = delete;
+  loader_core& operator=(loader_core const&) = delete;
+
+  /// Starts the workers. Called once, by the loader, after construction.
+  void start();
+  /// Stops and joins the workers; idempotent; never throws.
+  void stop() noexcept;
+
+  std::optional<batch> next();
+  void set_epoch(std::uint64_t epoch);
+  [[nodiscard]] std::uint64_t epoch() const;
+  [[nodiscard]] loader_state state() const;
+  void restore(loader_state const& state);
+  [[nodiscard]] stats snapshot() const;
+  /// Gives a leased slot back. Called by `batch`.
+  void release(slot* s) noexcept;
+
+  [[nodiscard]] slot_layout const& layout() const noexcept { return layout_; }
+  [[nodiscard]] batch_plan const& plan() const noexcept { return plan_; }
+  [[nodiscard]] loader_options const& options() const noexcept { return options_; }
+
+ private:
+  // All *_locked functions expect mutex_ held.
+  slot* find_work_locked();
+  void assign_locked(slot& s);
+  void flush_locked(cursor to);
+  [[nodiscard]] cursor normalized(cursor c) const noexcept;
+  [[nodiscard]] slot* consumer_slot_locked() const noexcept;
+  [[nodiscard]] bool all_leased_locked() const noexcept;
+  [[nodiscard]] std::size_t count_locked(slot::state status) const noexcept;
+  /// The sample the consumer's batch is waiting for, and a sentence about it.
+  [[nodiscard]] std::pair<std::size_t, std::string> describe_wait_locked(slot const* s) const;
+  void record_delivery_locked(slot const& s);
+
+  void worker_main(unsigned worker);
+  void fill(slot& s, unsigned worker);
+  void read_one(slot& s, std::size_t position, unsigned worker);
+  void finish_contents(slot& s);
+  void complete(slot& s);
+
+  std::shared_ptr<dataset const> data_;
+  loader_options options_;
+  slot_layout layout_;
+  sampler sampler_;
+  batch_plan plan_;
+  clock::time_point started_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable work_cv_;   // workers: a slot is free or a batch needs hands
+  std::condition_variable ready_cv_;  // consumer: a batch is ready
+  std::vector<std::unique_ptr<slot>> slots_;
+  std::uint64_t generation_ = 0;
+  cursor producer_;  // the next batch to assign to a slot
+  cursor consumer_;  // the next batch next() returns
+  bool stopping_ = false;
+  std::atomic<bool> stop_flag_{false};  // mirrors stopping_ for reads polling it
+  std::unique_ptr<worker_activity[]> activity_;
+  std::vector<std::thread> threads_;
+
+  // Consumer-side counters, guarded by mutex_.
+  std::uint64_t batches_ = 0;
+  std::uint64_t samples_ = 0;
+  std::uint64_t skipped_ = 0;
+  std::uint64_t failed_batches_ = 0;
+  std::vector<std::size_t> skipped_list_;
+  std::int64_t consumer_wait_ns_ = 0;
+  double ready_sum_ = 0;
+  std::uint64_t ready_seen_ = 0;
+  std::uint64_t skip_logs_ = 0;
+};
+
+}  // namespace gpufeed::detail

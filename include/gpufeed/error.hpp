@@ -1,0 +1,101 @@
+#pragma once
+/// @file
+/// @brief The exceptions gpufeed throws and the macros that throw them.
+///
+/// Every gpufeed exception derives from a standard exception type, so `catch (std::exception&)`
+/// sees them all. Messages say what went wrong and what to change.
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <stdexcept>
+#include <string>
+
+namespace gpufeed {
+
+/// @brief A caller broke a precondition: bad options, a bad shape, a misuse of the API.
+class logic_error : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+/// @brief Memory (host, pinned or device) could not be allocated.
+class out_of_memory : public std::bad_alloc {
+ public:
+  explicit out_of_memory(std::string message) : message_{std::move(message)} {}
+  /// @brief The reason, with the size that was asked for.
+  [[nodiscard]] char const* what() const noexcept override { return message_.c_str(); }
+
+ private:
+  std::string message_;
+};
+
+/// @brief A dataset's exception that names the file it was reading.
+///
+/// Datasets throw this (or anything else) from `dataset::read`; when it is a `file_error`, the
+/// `sample_error` the consumer receives carries the file's path.
+class file_error : public std::runtime_error {
+ public:
+  /// @param path the file being read. @param message what went wrong with it.
+  file_error(std::string path, std::string const& message)
+      : std::runtime_error{path + ": " + message}, path_{std::move(path)} {}
+  /// @brief The file that could not be read.
+  [[nodiscard]] std::string const& path() const noexcept { return path_; }
+
+ private:
+  std::string path_;
+};
+
+/// @brief A sample could not be read. Carries the sample's index, epoch and worker, the file
+/// where the dataset named one, and the dataset's original exception (nested: reach it with
+/// `std::rethrow_if_nested`).
+///
+/// Construct it only inside a `catch` block: it captures the exception being handled.
+class sample_error : public std::runtime_error, public std::nested_exception {
+ public:
+  /// @param index the sample's index in the dataset. @param epoch the epoch being read.
+  /// @param worker the worker thread that read it. @param message the dataset's message.
+  /// @param file the file the dataset was reading, or empty.
+  sample_error(std::size_t index, std::uint64_t epoch, unsigned worker, std::string const& message,
+               std::string file);
+  [[nodiscard]] std::size_t index() const noexcept { return index_; }
+  [[nodiscard]] std::uint64_t epoch() const noexcept { return epoch_; }
+  [[nodiscard]] unsigned worker() const noexcept { return worker_; }
+  /// @brief The file the dataset named, or an empty string.
+  [[nodiscard]] std::string const& file() const noexcept { return file_; }
+
+ private:
+  std::size_t index_;
+  std::uint64_t epoch_;
+  unsigned worker_;
+  std::string file_;
+};
+
+/// @brief A batch did not arrive within `loader_options::timeout`. Names the sample that is late.
+class timeout_error : public std::runtime_error {
+ public:
+  /// @param index the late sample's index. @param message the whole explanation.
+  timeout_error(std::size_t index, std::string const& message)
+      : std::runtime_error{message}, index_{index} {}
+  /// @brief The index of the sample the batch is waiting for.
+  [[nodiscard]] std::size_t index() const noexcept { return index_; }
+
+ private:
+  std::size_t index_;
+};
+
+namespace detail {
+[[noreturn]] void throw_logic_error(char const* condition, std::string const& message,
+                                    char const* file, int line);
+}  // namespace detail
+
+}  // namespace gpufeed
+
+/// @brief Throws `gpufeed::logic_error` with `message` (a std::string expression) when `cond` is
+/// false.
+#define GPUFEED_EXPECTS(cond, message)                                            \
+  do {                                                                            \
+    if (!(cond)) {                                                                \
+      ::gpufeed::detail::throw_logic_error(#cond, (message), __FILE__, __LINE__); \
+    }                                                                             \
+  } while (false)

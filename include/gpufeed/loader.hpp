@@ -1,0 +1,139 @@
+#pragma once
+/// @file
+/// @brief The loader: a pool of worker threads filling a ring of batch slots ahead of the
+/// consumer.
+///
+/// @code
+/// auto data = std::make_shared<gpufeed::synthetic>(10'000, spec);
+/// gpufeed::loader loader{data, {.batch_size = 64, .workers = 4, .shuffle = true, .seed = 1}};
+/// for (std::uint64_t epoch = 0; epoch < 3; ++epoch) {
+///   loader.set_epoch(epoch);
+///   for (auto& batch : loader) {
+///     auto images = batch.field("image");   // [64, H, W, C] uint8
+///     train_step(images, batch.step());
+///   }
+/// }
+/// @endcode
+///
+/// Threading: one consumer thread calls next() / set_epoch() / restore(); snapshot() and the
+/// const queries may be called from any thread.
+
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "gpufeed/batch.hpp"
+#include "gpufeed/dataset.hpp"
+#include "gpufeed/options.hpp"
+#include "gpufeed/stats.hpp"
+
+namespace gpufeed {
+
+/// @brief Where the consumer is: enough to resume exactly, for any worker count.
+struct loader_state {
+  std::uint64_t seed = 0;
+  std::uint64_t epoch = 0;
+  std::uint64_t next_sequence = 0;  ///< the next batch next() will return, in `epoch`'s plan
+  // Fingerprint of what the order depends on; restore() refuses a state that does not match.
+  std::uint64_t dataset_size = 0;
+  std::uint64_t batch_size = 0;
+  unsigned rank = 0;
+  unsigned world_size = 1;
+  bool shuffle = false;
+
+  /// @brief A one-line text form, for checkpoints.
+  [[nodiscard]] std::string to_string() const;
+  /// @brief Parses `to_string()`'s form. @throws logic_error on anything else.
+  [[nodiscard]] static loader_state parse(std::string_view text);
+  friend bool operator==(loader_state const&, loader_state const&) = default;
+};
+
+/// @brief Delivers batches of a dataset in plan order, prepared ahead by worker threads.
+class loader {
+ public:
+  /// @brief Validates the options, allocates the ring (all memory, once) and starts the workers,
+  /// which begin filling epoch 0 at once.
+  /// @throws logic_error on bad options (naming the option, its value and the allowed range).
+  /// @throws out_of_memory if the ring cannot be allocated.
+  loader(std::shared_ptr<dataset const> data, loader_options options);
+  /// @brief Stops and joins every worker. Returns as soon as reads in progress return; never
+  /// throws. Batches still alive stay valid.
+  ~loader();
+  loader(loader&&) noexcept = default;
+  loader& operator=(loader&&) noexcept = default;
+  loader(loader const&) = delete;
+  loader& operator=(loader const&) = delete;
+
+  /// @brief Positions the loader at the start of `epoch`. A no-op when it is already there
+  /// (prefetched batches are kept); otherwise batches being prepared are discarded.
+  void set_epoch(std::uint64_t epoch);
+  /// @brief The epoch the next batch belongs to.
+  [[nodiscard]] std::uint64_t epoch() const;
+
+  /// @brief The next batch of the current epoch, or nullopt at its end (after which the loader
+  /// stands at the start of the next epoch, whose first batches are already being prepared).
+  /// Blocks until the batch is ready, up to `timeout`.
+  /// @throws sample_error if a sample of the batch failed under `error_policy::raise` (the
+  /// batch is consumed: the following call goes on with the next batch).
+  /// @throws timeout_error naming the late sample (the batch is not consumed: call again to
+  /// keep waiting).
+  /// @throws logic_error if every slot is leased to live batches, so none can be filled.
+  [[nodiscard]] std::optional<batch> next();
+
+  /// @brief Batches per epoch for this rank.
+  [[nodiscard]] std::size_t batches_per_epoch() const noexcept;
+  /// @brief Optimizer steps per epoch for this rank.
+  [[nodiscard]] std::size_t steps_per_epoch() const noexcept;
+  /// @brief Samples per epoch for this rank (before skips).
+  [[nodiscard]] std::size_t samples_per_epoch() const noexcept;
+  /// @brief Bytes of one full batch.
+  [[nodiscard]] std::size_t batch_bytes() const noexcept;
+  /// @brief The options in force (rank and world size resolved).
+  [[nodiscard]] loader_options const& options() const noexcept;
+
+  /// @brief Where the consumer stands now.
+  [[nodiscard]] loader_state state() const;
+  /// @brief Resumes at `state`: the following batches are exactly those that followed it.
+  /// @throws logic_error if the state was taken with another dataset size, batch size, shuffle
+  /// or rank layout, or points past the epoch.
+  void restore(loader_state const& state);
+
+  /// @brief The counters. Safe from any thread.
+  [[nodiscard]] stats snapshot() const;
+
+  /// @brief Input iterator over one epoch; owns the current batch until it advances.
+  class iterator {
+   public:
+    using value_type = batch;
+    using difference_type = std::ptrdiff_t;
+    iterator() = default;
+    explicit iterator(loader* owner) : owner_{owner} { ++*this; }
+    batch& operator*() const noexcept { return *current_; }
+    batch* operator->() const noexcept { return &*current_; }
+    iterator& operator++() {
+      current_.reset();
+      current_ = owner_->next();
+      return *this;
+    }
+    void operator++(int) { ++*this; }
+    friend bool operator==(iterator const& it, std::default_sentinel_t) noexcept {
+      return !it.current_.has_value();
+    }
+
+   private:
+    loader* owner_ = nullptr;
+    mutable std::optional<batch> current_;
+  };
+  /// @brief Starts (or continues) the current epoch.
+  iterator begin() { return iterator{this}; }
+  std::default_sentinel_t end() noexcept { return {}; }
+
+ private:
+  std::shared_ptr<detail::loader_core> core_;
+};
+
+}  // namespace gpufeed

@@ -1,0 +1,71 @@
+#pragma once
+/// @file
+/// @brief Everything a loader can be told. An aggregate: use designated initializers.
+///
+/// @code
+/// gpufeed::loader_options opts{.batch_size = 256, .workers = 8, .prefetch_depth = 4,
+///                              .accumulation_steps = 4, .shuffle = true, .seed = 42};
+/// @endcode
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace gpufeed {
+
+/// @brief What to do with a short last batch, or a last optimizer step of fewer micro-batches.
+enum class tail_policy : std::uint8_t {
+  drop,  ///< leave it out of the epoch
+  keep,  ///< deliver it; `batch::size()` / `step_info` say it is short
+};
+
+/// @brief What to do when `dataset::read` throws.
+enum class error_policy : std::uint8_t {
+  raise,  ///< `next()` throws `sample_error` for that batch
+  skip,   ///< leave the sample out of its batch, count it and list its index, go on
+};
+
+/// @brief Loader settings. Every field is validated at construction.
+struct loader_options {
+  /// Samples per batch; respected exactly as given, never changed (see `suggest_*` helpers).
+  std::size_t batch_size = 1;
+  /// Worker threads reading samples (1 .. 1024).
+  unsigned workers = 4;
+  /// Slots in the ring: batches prepared ahead of the consumer, leases included (1 .. 4096).
+  std::size_t prefetch_depth = 4;
+  /// Micro-batches per optimizer step (gradient accumulation); 1 means no accumulation.
+  std::size_t accumulation_steps = 1;
+  /// Seeded shuffle when true, dataset order when false.
+  bool shuffle = false;
+  /// The shuffle's and the augmentations' seed.
+  std::uint64_t seed = 0;
+  /// A last batch with fewer than batch_size samples.
+  tail_policy last_batch = tail_policy::keep;
+  /// A last optimizer step with fewer than accumulation_steps micro-batches.
+  tail_policy last_step = tail_policy::keep;
+  /// What a failing read does.
+  error_policy on_error = error_policy::raise;
+  /// Longest `next()` waits for one batch before throwing `timeout_error`; zero waits forever
+  /// (and logs a warning naming the late sample every `stall_warning`).
+  std::chrono::milliseconds timeout{0};
+  /// How long `next()` waits before it logs which sample it is waiting for.
+  std::chrono::milliseconds stall_warning{30'000};
+  /// This process's rank; default: the RANK environment variable (torchrun), else 0.
+  std::optional<unsigned> rank;
+  /// Number of ranks; default: the WORLD_SIZE environment variable (torchrun), else 1.
+  std::optional<unsigned> world_size;
+  /// At most this many skipped indices are kept in `stats` (the count is always exact).
+  std::size_t max_listed_skips = 10'000;
+};
+
+/// @brief `options` with rank and world size filled in from the environment where unset.
+/// @throws logic_error if RANK or WORLD_SIZE is set but is not a number.
+[[nodiscard]] loader_options resolve_distributed(loader_options options);
+
+/// @brief Checks every option; the message names the option, its value and the allowed range.
+/// @throws logic_error on the first bad option.
+void validate(loader_options const& options);
+
+}  // namespace gpufeed

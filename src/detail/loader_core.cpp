@@ -1,0 +1,485 @@
+#include "gpufeed/detail/loader_core.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "gpufeed/error.hpp"
+#include "gpufeed/log.hpp"
+
+namespace gpufeed::detail {
+
+namespace {
+std::int64_t nanoseconds_between(loader_core::clock::time_point from,
+                                 loader_core::clock::time_point to) noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(to - from).count();
+}
+
+std::int64_t now_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             loader_core::clock::now().time_since_epoch())
+      .count();
+}
+
+double seconds(std::int64_t ns) noexcept { return static_cast<double>(ns) * 1e-9; }
+
+// Wraps the exception being handled in a sample_error. Must be called inside a catch block:
+// sample_error captures the current exception as its nested one.
+std::exception_ptr wrap_current(std::size_t index, std::uint64_t epoch, unsigned worker) {
+  std::string message = "unknown exception (not derived from std::exception)";
+  std::string file;
+  try {
+    throw;
+  } catch (file_error const& e) {
+    message = e.what();
+    file = e.path();
+  } catch (std::exception const& e) {
+    message = e.what();
+  } catch (...) {
+  }
+  return std::make_exception_ptr(sample_error{index, epoch, worker, message, std::move(file)});
+}
+
+std::string mib(std::size_t bytes) {
+  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+}
+}  // namespace
+
+loader_core::loader_core(std::shared_ptr<dataset const> data, loader_options options)
+    : data_{std::move(data)},
+      options_{options},
+      layout_{data_->spec(), options_.batch_size},
+      sampler_{data_->size(), options_.shuffle, options_.seed, *options_.rank,
+               *options_.world_size},
+      plan_{sampler_.shard_size(), options_.batch_size, options_.accumulation_steps,
+            options_.last_batch, options_.last_step},
+      started_{clock::now()},
+      activity_{std::make_unique<worker_activity[]>(options_.workers)} {
+  slots_.reserve(options_.prefetch_depth);
+  for (std::size_t i = 0; i < options_.prefetch_depth; ++i) {
+    slots_.push_back(
+        std::make_unique<slot>(layout_.slot_bytes(), slot_layout::alignment, options_.batch_size));
+  }
+  auto const effective = options_.batch_size * options_.accumulation_steps * *options_.world_size;
+  logger()->info(
+      "{} samples ({}), rank {} of {}: {} batches and {} optimizer steps per epoch; effective "
+      "batch = batch_size {} x accumulation_steps {} x world_size {} = {}",
+      data_->size(), layout_.spec().to_string(), *options_.rank, *options_.world_size,
+      plan_.batches(), plan_.steps(), options_.batch_size, options_.accumulation_steps,
+      *options_.world_size, effective);
+  logger()->info("{} workers, ring of {} slots x {} = {} of host memory, allocated once",
+                 options_.workers, slots_.size(), mib(layout_.slot_bytes()),
+                 mib(layout_.slot_bytes() * slots_.size()));
+  if (plan_.batches() == 0) {
+    logger()->warn(
+        "this rank's epoch has no batches ({} samples, batch_size {}, last_batch {}): next() "
+        "will return nothing",
+        sampler_.shard_size(), options_.batch_size,
+        options_.last_batch == tail_policy::drop ? "drop" : "keep");
+  }
+}
+
+loader_core::~loader_core() { stop(); }
+
+void loader_core::start() {
+  threads_.reserve(options_.workers);
+  try {
+    for (unsigned w = 0; w < options_.workers; ++w) {
+      threads_.emplace_back([this, w] { worker_main(w); });
+    }
+  } catch (...) {
+    stop();
+    throw;
+  }
+}
+
+void loader_core::stop() noexcept {
+  {
+    std::lock_guard const lock{mutex_};
+    stopping_ = true;
+  }
+  stop_flag_.store(true, std::memory_order_relaxed);
+  work_cv_.notify_all();
+  ready_cv_.notify_all();
+  for (auto& t : threads_) {
+    if (t.joinable()) {
+      t.join();
+    }
+  }
+}
+
+// ---- workers ---------------------------------------------------------------------------------
+
+void loader_core::worker_main(unsigned worker) {
+  auto& me = activity_[worker];
+  std::unique_lock lock{mutex_};
+  while (!stopping_) {
+    slot* s = find_work_locked();
+    if (s == nullptr) {
+      // Idle because every slot is taken counts as waiting for a free slot.
+      bool const ring_full = count_locked(slot::state::free) == 0;
+      auto const idle_from = clock::now();
+      work_cv_.wait(lock);
+      if (ring_full) {
+        me.slot_wait_ns.fetch_add(nanoseconds_between(idle_from, clock::now()),
+                                  std::memory_order_relaxed);
+      }
+      continue;
+    }
+    ++s->attached;
+    lock.unlock();
+    fill(*s, worker);
+    lock.lock();
+    if (--s->attached == 0 && s->status == slot::state::free) {
+      work_cv_.notify_all();  // a discarded slot just became reusable
+    }
+  }
+}
+
+slot* loader_core::find_work_locked() {
+  // The earliest batch still needing hands first: many workers finish one batch fast, and the
+  // batch the consumer wants next is the one they finish first.
+  slot* earliest = nullptr;
+  for (auto const& s : slots_) {
+    if (s->status == slot::state::filling &&
+        s->next_claim.load(std::memory_order_relaxed) < s->count &&
+        (earliest == nullptr || s->at < earliest->at)) {
+      earliest = s.get();
+    }
+  }
+  if (earliest != nullptr || plan_.batches() == 0) {
+    return earliest;
+  }
+  for (auto const& s : slots_) {
+    if (s->status == slot::state::free && s->attached == 0) {
+      assign_locked(*s);
+      work_cv_.notify_all();  // more hands for the new batch
+      return s.get();
+    }
+  }
+  return nullptr;
+}
+
+void loader_core::assign_locked(slot& s) {
+  auto const span = plan_.span(producer_.sequence);
+  s.status = slot::state::filling;
+  s.generation = generation_;
+  s.at = producer_;
+  s.first_position = span.first;
+  s.count = span.count;
+  s.delivered = 0;
+  s.step = plan_.step(producer_.sequence);
+  s.error = nullptr;
+  s.skipped.clear();
+  s.cancelled.store(false, std::memory_order_relaxed);
+  s.remaining.store(span.count, std::memory_order_relaxed);
+  s.next_claim.store(0, std::memory_order_release);
+  producer_ = normalized({producer_.epoch, producer_.sequence + 1});
+}
+
+void loader_core::fill(slot& s, unsigned worker) {
+  // No lock: claims are atomic, and `count` cannot change while this worker is attached.
+  while (!stop_flag_.load(std::memory_order_relaxed) &&
+         !s.cancelled.load(std::memory_order_relaxed)) {
+    auto const position = s.next_claim.fetch_add(1, std::memory_order_acq_rel);
+    if (position >= s.count) {
+      return;
+    }
+    read_one(s, position, worker);
+    if (s.remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      complete(s);
+    }
+  }
+}
+
+void loader_core::read_one(slot& s, std::size_t position, unsigned worker) {
+  auto& me = activity_[worker];
+  auto const epoch = s.at.epoch;
+  auto const index = sampler_.index(epoch, s.first_position + position);
+  s.indices[position] = index;
+  read_context const ctx{index, epoch, worker, mix_seed(options_.seed, epoch, index), &stop_flag_};
+  auto const begin = now_ns();
+  me.index.store(index, std::memory_order_relaxed);
+  me.since_ns.store(begin, std::memory_order_relaxed);
+  me.on.store(&s, std::memory_order_release);
+  try {
+    data_->read(index, sample_view{layout_, s.memory.get(), position}, ctx);
+    s.failed[position] = 0;
+  } catch (...) {
+    s.failed[position] = 1;
+    s.errors[position] = wrap_current(index, epoch, worker);
+  }
+  me.on.store(nullptr, std::memory_order_relaxed);
+  me.read_ns.fetch_add(now_ns() - begin, std::memory_order_relaxed);
+  me.reads.fetch_add(1, std::memory_order_relaxed);
+}
+
+void loader_core::finish_contents(slot& s) {
+  // Every read of this slot has returned and this worker is still attached: the slot is ours.
+  std::size_t kept = 0;
+  for (std::size_t p = 0; p < s.count; ++p) {
+    if (s.failed[p] == 0) {
+      if (kept != p) {  // close the gap left by a skipped sample (only after a skip)
+        for (std::size_t f = 0; f < layout_.spec().size(); ++f) {
+          std::memmove(layout_.locate(s.memory.get(), f, kept),
+                       layout_.locate(s.memory.get(), f, p), layout_.field_bytes(f));
+        }
+        s.indices[kept] = s.indices[p];
+      }
+      ++kept;
+      continue;
+    }
+    if (options_.on_error == error_policy::raise) {
+      if (!s.error) {
+        s.error = s.errors[p];
+      }
+      ++kept;  // the batch is not delivered; nothing to compact
+    } else {
+      s.skipped.push_back(s.indices[p]);
+    }
+    s.errors[p] = nullptr;
+    s.failed[p] = 0;
+  }
+  s.delivered = kept;
+}
+
+void loader_core::complete(slot& s) {
+  finish_contents(s);
+  {
+    std::lock_guard const lock{mutex_};
+    if (s.status != slot::state::filling || s.generation != generation_) {
+      return;  // discarded by set_epoch / restore while it was being filled
+    }
+    s.status = slot::state::ready;
+  }
+  ready_cv_.notify_all();
+}
+
+// ---- consumer --------------------------------------------------------------------------------
+
+cursor loader_core::normalized(cursor c) const noexcept {
+  return c.sequence >= plan_.batches() ? cursor{c.epoch + 1, 0} : c;
+}
+
+slot* loader_core::consumer_slot_locked() const noexcept {
+  for (auto const& s : slots_) {
+    if ((s->status == slot::state::filling || s->status == slot::state::ready) &&
+        s->generation == generation_ && s->at == consumer_) {
+      return s.get();
+    }
+  }
+  return nullptr;
+}
+
+bool loader_core::all_leased_locked() const noexcept {
+  return count_locked(slot::state::leased) == slots_.size();
+}
+
+std::size_t loader_core::count_locked(slot::state status) const noexcept {
+  return static_cast<std::size_t>(std::count_if(
+      slots_.begin(), slots_.end(), [status](auto const& s) { return s->status == status; }));
+}
+
+std::optional<batch> loader_core::next() {
+  std::unique_lock lock{mutex_};
+  if (consumer_.sequence >= plan_.batches()) {
+    consumer_ = {consumer_.epoch + 1, 0};
+    return std::nullopt;
+  }
+  auto const wait_from = clock::now();
+  auto const deadline = options_.timeout.count() > 0 ? wait_from + options_.timeout
+                                                     : clock::time_point::max();
+  auto warn_at = wait_from + options_.stall_warning;
+  slot* s = consumer_slot_locked();
+  while (s == nullptr || s->status != slot::state::ready) {
+    if (s == nullptr && all_leased_locked()) {
+      throw logic_error{
+          "gpufeed: all " + std::to_string(slots_.size()) +
+          " ring slots are leased to batches that are still alive, so the next batch cannot be "
+          "prepared; release (destroy) batches before asking for more, or raise "
+          "loader_options::prefetch_depth above the number of batches you hold at once"};
+    }
+    if (ready_cv_.wait_until(lock, std::min(deadline, warn_at)) == std::cv_status::timeout) {
+      auto const now = clock::now();
+      if (now >= deadline) {
+        auto [index, why] = describe_wait_locked(consumer_slot_locked());
+        consumer_wait_ns_ += nanoseconds_between(wait_from, now);
+        throw timeout_error{
+            index, "gpufeed: timeout after " + std::to_string(options_.timeout.count()) +
+                       " ms waiting for batch " + std::to_string(consumer_.sequence) +
+                       " of epoch " + std::to_string(consumer_.epoch) + ": " + why +
+                       ". Call next() again to keep waiting, or raise loader_options::timeout"};
+      }
+      if (now >= warn_at) {
+        logger()->warn("next() has waited {:.0f} s for batch {} of epoch {}: {}",
+                       seconds(nanoseconds_between(wait_from, now)), consumer_.sequence,
+                       consumer_.epoch, describe_wait_locked(consumer_slot_locked()).second);
+        warn_at = now + options_.stall_warning;
+      }
+    }
+    s = consumer_slot_locked();
+  }
+  consumer_wait_ns_ += nanoseconds_between(wait_from, clock::now());
+  ready_sum_ += static_cast<double>(count_locked(slot::state::ready));
+  ++ready_seen_;
+  ++consumer_.sequence;
+  if (s->error) {
+    auto error = std::exchange(s->error, nullptr);
+    s->status = slot::state::free;
+    ++failed_batches_;
+    lock.unlock();
+    work_cv_.notify_all();
+    std::rethrow_exception(error);
+  }
+  s->status = slot::state::leased;
+  record_delivery_locked(*s);
+  return batch{shared_from_this(), s};
+}
+
+void loader_core::record_delivery_locked(slot const& s) {
+  ++batches_;
+  samples_ += s.delivered;
+  skipped_ += s.skipped.size();
+  for (auto index : s.skipped) {
+    if (skipped_list_.size() < options_.max_listed_skips) {
+      skipped_list_.push_back(index);
+    }
+    // Say it, but do not flood the log when a whole shard is bad.
+    if (++skip_logs_ <= 20) {
+      logger()->warn("skipped sample {} (epoch {}, batch {}); {} skipped so far", index,
+                     s.at.epoch, s.at.sequence, skipped_);
+    }
+  }
+}
+
+std::pair<std::size_t, std::string> loader_core::describe_wait_locked(slot const* s) const {
+  if (s == nullptr) {
+    auto const index = sampler_.index(consumer_.epoch, plan_.span(consumer_.sequence).first);
+    return {index, "its first sample " + std::to_string(index) +
+                       " has not started: no ring slot is free (" +
+                       std::to_string(count_locked(slot::state::leased)) + " of " +
+                       std::to_string(slots_.size()) + " are leased to live batches)"};
+  }
+  // The read in progress on this batch that started first is the one everybody waits for.
+  auto const now = now_ns();
+  std::optional<unsigned> oldest;
+  for (unsigned w = 0; w < options_.workers; ++w) {
+    if (activity_[w].on.load(std::memory_order_acquire) == s &&
+        (!oldest || activity_[w].since_ns.load() < activity_[*oldest].since_ns.load())) {
+      oldest = w;
+    }
+  }
+  if (oldest) {
+    auto const index = activity_[*oldest].index.load();
+    auto const busy_ms = (now - activity_[*oldest].since_ns.load()) / 1'000'000;
+    return {index, "sample " + std::to_string(index) + " has been reading on worker " +
+                       std::to_string(*oldest) + " for " + std::to_string(busy_ms) + " ms"};
+  }
+  auto const claimed = std::min(s->next_claim.load(), s->count);
+  auto const position = claimed < s->count ? claimed : s->count - 1;
+  auto const index = sampler_.index(s->at.epoch, s->first_position + position);
+  return {index, "sample " + std::to_string(index) + " is waiting for a worker (all " +
+                     std::to_string(options_.workers) + " are busy with other batches)"};
+}
+
+void loader_core::release(slot* s) noexcept {
+  {
+    std::lock_guard const lock{mutex_};
+    s->status = slot::state::free;
+  }
+  work_cv_.notify_all();
+}
+
+// ---- positioning -----------------------------------------------------------------------------
+
+void loader_core::flush_locked(cursor to) {
+  ++generation_;
+  for (auto const& s : slots_) {
+    if (s->status == slot::state::filling || s->status == slot::state::ready) {
+      s->status = slot::state::free;
+      s->cancelled.store(true, std::memory_order_relaxed);
+    }
+  }
+  consumer_ = to;
+  producer_ = normalized(to);
+  work_cv_.notify_all();
+}
+
+void loader_core::set_epoch(std::uint64_t epoch) {
+  std::lock_guard const lock{mutex_};
+  if (consumer_ != cursor{epoch, 0}) {
+    flush_locked({epoch, 0});
+  }
+}
+
+std::uint64_t loader_core::epoch() const {
+  std::lock_guard const lock{mutex_};
+  return consumer_.epoch;
+}
+
+loader_state loader_core::state() const {
+  std::lock_guard const lock{mutex_};
+  return {options_.seed,        consumer_.epoch,        consumer_.sequence,
+          data_->size(),        options_.batch_size,    *options_.rank,
+          *options_.world_size, options_.shuffle};
+}
+
+void loader_core::restore(loader_state const& wanted) {
+  auto const here = state();
+  auto const mismatch = [&](char const* what, auto saved, auto current) {
+    GPUFEED_EXPECTS(saved == current, std::string{"cannot restore: the state was saved with "} +
+                                          what + " = " + std::to_string(saved) +
+                                          " but this loader has " + std::to_string(current) +
+                                          "; construct the loader with the same settings");
+  };
+  mismatch("dataset size", wanted.dataset_size, here.dataset_size);
+  mismatch("batch_size", wanted.batch_size, here.batch_size);
+  mismatch("rank", wanted.rank, here.rank);
+  mismatch("world_size", wanted.world_size, here.world_size);
+  mismatch("shuffle", wanted.shuffle, here.shuffle);
+  mismatch("seed", wanted.seed, here.seed);
+  GPUFEED_EXPECTS(wanted.next_sequence <= plan_.batches(),
+                  "cannot restore: next_sequence " + std::to_string(wanted.next_sequence) +
+                      " is past the epoch's " + std::to_string(plan_.batches()) + " batches");
+  std::lock_guard const lock{mutex_};
+  cursor const to{wanted.epoch, static_cast<std::size_t>(wanted.next_sequence)};
+  if (consumer_ != to) {
+    flush_locked(to);
+  }
+}
+
+stats loader_core::snapshot() const {
+  stats out;
+  std::int64_t read_ns = 0;
+  std::int64_t slot_wait_ns = 0;
+  for (unsigned w = 0; w < options_.workers; ++w) {
+    read_ns += activity_[w].read_ns.load(std::memory_order_relaxed);
+    slot_wait_ns += activity_[w].slot_wait_ns.load(std::memory_order_relaxed);
+    out.samples_read += activity_[w].reads.load(std::memory_order_relaxed);
+  }
+  out.read_s = seconds(read_ns);
+  out.slot_wait_s = seconds(slot_wait_ns);
+  out.workers = options_.workers;
+  out.ring_slots = slots_.size();
+  out.slot_bytes = layout_.slot_bytes();
+  out.host_bytes = layout_.slot_bytes() * slots_.size();
+  out.pinned_bytes = 0;
+  std::lock_guard const lock{mutex_};
+  out.wall_s = seconds(nanoseconds_between(started_, clock::now()));
+  out.consumer_wait_s = seconds(consumer_wait_ns_);
+  out.batches = batches_;
+  out.samples = samples_;
+  out.bytes = samples_ * layout_.spec().bytes_per_sample();
+  out.skipped = skipped_;
+  out.failed_batches = failed_batches_;
+  out.skipped_indices = skipped_list_;
+  out.ring_ready = count_locked(slot::state::ready);
+  out.ring_leased = count_locked(slot::state::leased);
+  out.ring_ready_mean = ready_seen_ > 0 ? ready_sum_ / static_cast<double>(ready_seen_) : 0.0;
+  return out;
+}
+
+}  // namespace gpufeed::detail

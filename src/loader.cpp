@@ -1,0 +1,108 @@
+#include "gpufeed/loader.hpp"
+
+#include <charconv>
+#include <sstream>
+#include <string>
+
+#include "gpufeed/detail/loader_core.hpp"
+#include "gpufeed/error.hpp"
+
+namespace gpufeed {
+
+namespace {
+loader_options checked(dataset const* data, loader_options options) {
+  GPUFEED_EXPECTS(data != nullptr, "loader: the dataset pointer is null; pass a dataset");
+  options = resolve_distributed(options);
+  validate(options);
+  return options;
+}
+}  // namespace
+
+loader::loader(std::shared_ptr<dataset const> data, loader_options options) {
+  auto resolved = checked(data.get(), options);
+  core_ = std::make_shared<detail::loader_core>(std::move(data), resolved);
+  core_->start();
+}
+
+loader::~loader() {
+  if (core_) {
+    core_->stop();
+  }
+}
+
+void loader::set_epoch(std::uint64_t epoch) { core_->set_epoch(epoch); }
+std::uint64_t loader::epoch() const { return core_->epoch(); }
+std::optional<batch> loader::next() { return core_->next(); }
+std::size_t loader::batches_per_epoch() const noexcept { return core_->plan().batches(); }
+std::size_t loader::steps_per_epoch() const noexcept { return core_->plan().steps(); }
+std::size_t loader::samples_per_epoch() const noexcept { return core_->plan().samples(); }
+std::size_t loader::batch_bytes() const noexcept {
+  return core_->layout().spec().bytes_per_sample() * core_->options().batch_size;
+}
+loader_options const& loader::options() const noexcept { return core_->options(); }
+loader_state loader::state() const { return core_->state(); }
+void loader::restore(loader_state const& state) { core_->restore(state); }
+stats loader::snapshot() const { return core_->snapshot(); }
+
+// ---- loader_state's text form ----------------------------------------------------------------
+
+std::string loader_state::to_string() const {
+  std::ostringstream out;
+  out << "gpufeed-state/1 seed=" << seed << " epoch=" << epoch << " next_sequence=" << next_sequence
+      << " dataset_size=" << dataset_size << " batch_size=" << batch_size << " rank=" << rank
+      << " world_size=" << world_size << " shuffle=" << (shuffle ? 1 : 0);
+  return out.str();
+}
+
+loader_state loader_state::parse(std::string_view text) {
+  auto const bad = [&](std::string const& why) {
+    GPUFEED_EXPECTS(false, "cannot parse loader state '" + std::string{text} + "': " + why);
+  };
+  std::istringstream in{std::string{text}};
+  std::string word;
+  in >> word;
+  if (word != "gpufeed-state/1") {
+    bad("it must start with gpufeed-state/1");
+  }
+  loader_state state;
+  unsigned seen = 0;
+  while (in >> word) {
+    auto const eq = word.find('=');
+    if (eq == std::string::npos) {
+      bad("'" + word + "' is not key=value");
+    }
+    auto const key = word.substr(0, eq);
+    auto const value = word.substr(eq + 1);
+    std::uint64_t number = 0;
+    auto const [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
+    if (error != std::errc{} || end != value.data() + value.size()) {
+      bad("'" + value + "' is not a number");
+    }
+    if (key == "seed") {
+      state.seed = number;
+    } else if (key == "epoch") {
+      state.epoch = number;
+    } else if (key == "next_sequence") {
+      state.next_sequence = number;
+    } else if (key == "dataset_size") {
+      state.dataset_size = number;
+    } else if (key == "batch_size") {
+      state.batch_size = number;
+    } else if (key == "rank") {
+      state.rank = static_cast<unsigned>(number);
+    } else if (key == "world_size") {
+      state.world_size = static_cast<unsigned>(number);
+    } else if (key == "shuffle") {
+      state.shuffle = number != 0;
+    } else {
+      bad("unknown key '" + key + "'");
+    }
+    ++seen;
+  }
+  if (seen != 8) {
+    bad("expected 8 fields, found " + std::to_string(seen));
+  }
+  return state;
+}
+
+}  // namespace gpufeed

@@ -1,0 +1,48 @@
+#include "gpufeed/log.hpp"
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "gpufeed/error.hpp"
+
+namespace gpufeed {
+
+namespace {
+spdlog::level::level_enum parse_level(std::string_view name) {
+  auto const level = spdlog::level::from_str(std::string{name});
+  // from_str answers "off" for anything it does not know; accept "off" only when asked for.
+  GPUFEED_EXPECTS(level != spdlog::level::off || name == "off",
+                  "unknown log level '" + std::string{name} +
+                      "'; use trace, debug, info, warn, error, critical or off");
+  return level;
+}
+
+std::shared_ptr<spdlog::logger> make_logger() {
+  if (auto existing = spdlog::get("gpufeed")) {
+    return existing;
+  }
+  auto made = spdlog::stderr_color_mt("gpufeed");
+  made->set_pattern("[%H:%M:%S.%e] [gpufeed] [%^%l%$] %v");
+  made->set_level(spdlog::level::info);
+  if (char const* env = std::getenv("GPUFEED_LOG_LEVEL"); env != nullptr && *env != '\0') {
+    try {
+      made->set_level(parse_level(env));
+    } catch (logic_error const& e) {
+      made->warn("GPUFEED_LOG_LEVEL ignored: {}", e.what());
+    }
+  }
+  return made;
+}
+}  // namespace
+
+std::shared_ptr<spdlog::logger> const& logger() {
+  static std::shared_ptr<spdlog::logger> const instance = make_logger();
+  return instance;
+}
+
+void set_log_level(std::string_view level) { logger()->set_level(parse_level(level)); }
+
+}  // namespace gpufeed

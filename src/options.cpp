@@ -1,0 +1,72 @@
+#include "gpufeed/options.hpp"
+
+#include <charconv>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "gpufeed/error.hpp"
+
+namespace gpufeed {
+
+namespace {
+std::optional<unsigned> from_environment(char const* name) {
+  char const* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') {
+    return std::nullopt;
+  }
+  std::string_view const view{text};
+  unsigned value = 0;
+  auto const [end, error] = std::from_chars(view.data(), view.data() + view.size(), value);
+  GPUFEED_EXPECTS(error == std::errc{} && end == view.data() + view.size(),
+                  std::string{"environment variable "} + name + "='" + text +
+                      "' is not a non-negative integer; fix it or set the option explicitly");
+  return value;
+}
+
+template <class T>
+void expect_range(char const* option, T value, T low, T high, char const* hint = "") {
+  GPUFEED_EXPECTS(value >= low && value <= high,
+                  std::string{"loader_options::"} + option + " = " + std::to_string(value) +
+                      " is out of range; allowed: " + std::to_string(low) + " to " +
+                      std::to_string(high) + hint);
+}
+}  // namespace
+
+loader_options resolve_distributed(loader_options options) {
+  if (!options.rank) {
+    options.rank = from_environment("RANK").value_or(0);
+  }
+  if (!options.world_size) {
+    options.world_size = from_environment("WORLD_SIZE").value_or(1);
+  }
+  return options;
+}
+
+void validate(loader_options const& o) {
+  constexpr std::size_t max_batch = std::size_t{1} << 32;
+  expect_range<std::size_t>("batch_size", o.batch_size, 1, max_batch);
+  expect_range<unsigned>("workers", o.workers, 1, 1024,
+                         " (worker threads; use at least 1, typically the core count)");
+  expect_range<std::size_t>("prefetch_depth", o.prefetch_depth, 1, 4096,
+                            " (slots in the ring; 2 or more lets reading overlap training)");
+  expect_range<std::size_t>("accumulation_steps", o.accumulation_steps, 1, max_batch,
+                            " (1 means no gradient accumulation)");
+  GPUFEED_EXPECTS(o.timeout.count() >= 0, "loader_options::timeout = " +
+                                              std::to_string(o.timeout.count()) +
+                                              " ms is negative; use 0 to wait forever");
+  GPUFEED_EXPECTS(o.stall_warning.count() > 0,
+                  "loader_options::stall_warning = " + std::to_string(o.stall_warning.count()) +
+                      " ms must be positive");
+  if (o.world_size) {
+    expect_range<unsigned>("world_size", *o.world_size, 1, 1u << 20);
+    if (o.rank) {
+      GPUFEED_EXPECTS(*o.rank < *o.world_size,
+                      "loader_options::rank = " + std::to_string(*o.rank) +
+                          " is out of range; allowed: 0 to world_size - 1 = " +
+                          std::to_string(*o.world_size - 1));
+    }
+  }
+}
+
+}  // namespace gpufeed
