@@ -30,6 +30,16 @@ loader::~loader() {
   }
 }
 
+loader& loader::operator=(loader&& other) noexcept {
+  if (this != &other) {
+    if (core_) {
+      core_->stop();  // live batches may keep the core alive; its workers must not outlive us
+    }
+    core_ = std::move(other.core_);
+  }
+  return *this;
+}
+
 void loader::set_epoch(std::uint64_t epoch) { core_->set_epoch(epoch); }
 std::uint64_t loader::epoch() const { return core_->epoch(); }
 std::optional<batch> loader::next() { return core_->next(); }

@@ -64,7 +64,8 @@ class loader {
   /// throws. Batches still alive stay valid.
   ~loader();
   loader(loader&&) noexcept = default;
-  loader& operator=(loader&&) noexcept = default;
+  /// @brief Stops this loader's workers (as the destructor does), then takes `other`'s.
+  loader& operator=(loader&& other) noexcept;
   loader(loader const&) = delete;
   loader& operator=(loader const&) = delete;
 

@@ -24,6 +24,12 @@ std::int64_t now_ns() noexcept {
       .count();
 }
 
+// Adds to a counter that only the calling worker writes: no read-modify-write needed.
+template <class T>
+void add(std::atomic<T>& counter, T amount) noexcept {
+  counter.store(counter.load(std::memory_order_relaxed) + amount, std::memory_order_relaxed);
+}
+
 double seconds(std::int64_t ns) noexcept { return static_cast<double>(ns) * 1e-9; }
 
 // Wraps the exception being handled in a sample_error. Must be called inside a catch block:
@@ -124,8 +130,7 @@ void loader_core::worker_main(unsigned worker) {
       auto const idle_from = clock::now();
       work_cv_.wait(lock);
       if (ring_full) {
-        me.slot_wait_ns.fetch_add(nanoseconds_between(idle_from, clock::now()),
-                                  std::memory_order_relaxed);
+        add(me.slot_wait_ns, nanoseconds_between(idle_from, clock::now()));
       }
       continue;
     }
@@ -175,6 +180,9 @@ void loader_core::assign_locked(slot& s) {
   s.error = nullptr;
   s.skipped.clear();
   s.cancelled.store(false, std::memory_order_relaxed);
+  // A claim takes a short run of consecutive samples when the batch is large next to the worker
+  // count: still many workers per batch, but far fewer trips to the shared counters.
+  s.grain = std::clamp<std::size_t>(span.count / (4 * std::size_t{options_.workers}), 1, 16);
   s.remaining.store(span.count, std::memory_order_relaxed);
   s.next_claim.store(0, std::memory_order_release);
   producer_ = normalized({producer_.epoch, producer_.sequence + 1});
@@ -184,12 +192,15 @@ void loader_core::fill(slot& s, unsigned worker) {
   // No lock: claims are atomic, and `count` cannot change while this worker is attached.
   while (!stop_flag_.load(std::memory_order_relaxed) &&
          !s.cancelled.load(std::memory_order_relaxed)) {
-    auto const position = s.next_claim.fetch_add(1, std::memory_order_acq_rel);
-    if (position >= s.count) {
+    auto const first = s.next_claim.fetch_add(s.grain, std::memory_order_acq_rel);
+    if (first >= s.count) {
       return;
     }
-    read_one(s, position, worker);
-    if (s.remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    auto const last = std::min(first + s.grain, s.count);
+    for (auto position = first; position < last; ++position) {
+      read_one(s, position, worker);
+    }
+    if (s.remaining.fetch_sub(last - first, std::memory_order_acq_rel) == last - first) {
       complete(s);
     }
   }
@@ -213,8 +224,8 @@ void loader_core::read_one(slot& s, std::size_t position, unsigned worker) {
     s.errors[position] = wrap_current(index, epoch, worker);
   }
   me.on.store(nullptr, std::memory_order_relaxed);
-  me.read_ns.fetch_add(now_ns() - begin, std::memory_order_relaxed);
-  me.reads.fetch_add(1, std::memory_order_relaxed);
+  add(me.read_ns, now_ns() - begin);
+  add(me.reads, std::uint64_t{1});
 }
 
 void loader_core::finish_contents(slot& s) {

@@ -62,9 +62,11 @@ struct slot {
   std::vector<std::exception_ptr> errors;
   std::vector<std::size_t> skipped;  // capacity batch_size; filled at completion
 
-  std::atomic<std::size_t> next_claim{0};
-  std::atomic<std::size_t> remaining{0};
-  std::atomic<bool> cancelled{false};
+  // Hot counters on their own cache lines: every worker touches them once per claim.
+  alignas(64) std::atomic<std::size_t> next_claim{0};
+  alignas(64) std::atomic<std::size_t> remaining{0};
+  alignas(64) std::atomic<bool> cancelled{false};
+  std::size_t grain = 1;  // samples per claim; stable while a worker is attached
 
   aligned_bytes memory;
 };
