@@ -37,7 +37,9 @@ class batch {
   /// @brief Whether this object holds a lease.
   [[nodiscard]] explicit operator bool() const noexcept { return slot_ != nullptr; }
 
-  /// @brief Samples in this batch (batch_size, fewer for a short tail or skipped samples).
+  /// @brief Samples in this batch: batch_size, fewer for a short tail or skipped samples (0 when
+  /// every sample of the batch was skipped; the batch is still delivered so that its step's
+  /// last micro-batch is never lost).
   [[nodiscard]] std::size_t size() const noexcept;
   /// @brief Position of this batch in its epoch's plan (0-based).
   [[nodiscard]] std::uint64_t sequence() const noexcept;

@@ -69,8 +69,9 @@ class loader {
   loader(loader const&) = delete;
   loader& operator=(loader const&) = delete;
 
-  /// @brief Positions the loader at the start of `epoch`. A no-op when it is already there
-  /// (prefetched batches are kept); otherwise batches being prepared are discarded.
+  /// @brief Positions the loader at the start of `epoch`. Prefetched batches are kept when the
+  /// loader is already there, or has just delivered the last batch of `epoch - 1`; otherwise
+  /// batches being prepared are discarded (live batches stay valid).
   void set_epoch(std::uint64_t epoch);
   /// @brief The epoch the next batch belongs to.
   [[nodiscard]] std::uint64_t epoch() const;
@@ -99,8 +100,8 @@ class loader {
   /// @brief Where the consumer stands now.
   [[nodiscard]] loader_state state() const;
   /// @brief Resumes at `state`: the following batches are exactly those that followed it.
-  /// @throws logic_error if the state was taken with another dataset size, batch size, shuffle
-  /// or rank layout, or points past the epoch.
+  /// @throws logic_error if the state was taken with another dataset size, batch size, seed,
+  /// shuffle or rank layout, or points past the epoch.
   void restore(loader_state const& state);
 
   /// @brief The counters. Safe from any thread.

@@ -421,9 +421,16 @@ void loader_core::flush_locked(cursor to) {
 
 void loader_core::set_epoch(std::uint64_t epoch) {
   std::lock_guard const lock{mutex_};
-  if (consumer_ != cursor{epoch, 0}) {
-    flush_locked({epoch, 0});
+  cursor const start{epoch, 0};
+  if (consumer_ == start) {
+    return;
   }
+  // Past the last batch of epoch - 1 the producer is already on `epoch`: keep what it prepared.
+  if (normalized(consumer_) == start) {
+    consumer_ = start;
+    return;
+  }
+  flush_locked(start);
 }
 
 std::uint64_t loader_core::epoch() const {

@@ -1,0 +1,178 @@
+// The sampler: the epoch order is a pure function of (seed, epoch, rank, world_size).
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <numeric>
+#include <set>
+#include <vector>
+
+#include "gpufeed/error.hpp"
+#include "gpufeed/sampler.hpp"
+#include "support/test_datasets.hpp"
+
+namespace {
+
+using gpufeed::sampler;
+
+std::vector<std::size_t> iota_vector(std::size_t n) {
+  std::vector<std::size_t> v(n);
+  std::iota(v.begin(), v.end(), std::size_t{0});
+  return v;
+}
+
+std::vector<std::size_t> sorted(std::vector<std::size_t> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+// Sizes around the Feistel domain's powers of two (cycle walking) and a few odd ones.
+std::vector<std::size_t> const kSizes = {1,  2,  3,  4,  5,   7,   8,   15,  16,   17,   31,
+                                         33, 63, 64, 65, 100, 255, 256, 257, 1000, 1023, 4097};
+
+TEST(sampler_test, ShuffledEpochIsAPermutation) {
+  for (auto n : kSizes) {
+    for (std::uint64_t epoch : {0U, 1U, 7U}) {
+      sampler s{n, true, 1234};
+      auto order = s.epoch_indices(epoch);
+      ASSERT_EQ(order.size(), n) << "n=" << n;
+      EXPECT_EQ(sorted(order), iota_vector(n)) << "n=" << n << " epoch=" << epoch;
+    }
+  }
+}
+
+TEST(sampler_test, UnshuffledIsIdentity) {
+  for (auto n : kSizes) {
+    sampler s{n, false, 99};
+    EXPECT_FALSE(s.shuffled());
+    EXPECT_EQ(s.epoch_indices(0), iota_vector(n)) << "n=" << n;
+    EXPECT_EQ(s.epoch_indices(5), iota_vector(n)) << "n=" << n;
+  }
+}
+
+TEST(sampler_test, IndexAgreesWithEpochIndices) {
+  for (auto n : kSizes) {
+    for (unsigned world : {1U, 3U}) {
+      for (unsigned rank = 0; rank < world; ++rank) {
+        sampler s{n, true, 77, rank, world};
+        for (std::uint64_t epoch : {0U, 3U}) {
+          auto order = s.epoch_indices(epoch);
+          ASSERT_EQ(order.size(), s.shard_size());
+          for (std::size_t p = 0; p < order.size(); ++p) {
+            ASSERT_EQ(s.index(epoch, p), order[p]) << "n=" << n << " rank=" << rank << "/" << world
+                                                   << " epoch=" << epoch << " position=" << p;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(sampler_test, SameSeedSameOrder) {
+  sampler a{1000, true, 42};
+  sampler b{1000, true, 42};
+  for (std::uint64_t epoch = 0; epoch < 4; ++epoch) {
+    EXPECT_EQ(a.epoch_indices(epoch), b.epoch_indices(epoch)) << "epoch " << epoch;
+  }
+  // Asking again, or asking position by position in another order, changes nothing.
+  auto first = a.epoch_indices(2);
+  EXPECT_EQ(a.epoch_indices(2), first);
+  for (std::size_t p = 1000; p-- > 0;) ASSERT_EQ(b.index(2, p), first[p]);
+}
+
+TEST(sampler_test, EpochsAndSeedsGiveDifferentOrders) {
+  sampler s{1000, true, 42};
+  auto e0 = s.epoch_indices(0);
+  auto e1 = s.epoch_indices(1);
+  auto e2 = s.epoch_indices(2);
+  EXPECT_NE(e0, e1);
+  EXPECT_NE(e1, e2);
+  EXPECT_NE(e0, e2);
+  sampler other{1000, true, 43};
+  EXPECT_NE(other.epoch_indices(0), e0);
+  // A shuffle, not a near-identity: few fixed points, and not the identity either way round.
+  std::size_t fixed = 0;
+  for (std::size_t p = 0; p < e0.size(); ++p) fixed += e0[p] == p ? 1U : 0U;
+  EXPECT_LT(fixed, 50U) << "a shuffled order of 1000 kept " << fixed << " samples in place";
+  auto reversed = iota_vector(1000);
+  std::reverse(reversed.begin(), reversed.end());
+  EXPECT_NE(e0, iota_vector(1000));
+  EXPECT_NE(e0, reversed);
+}
+
+TEST(sampler_test, SmallDatasetsAreShuffledToo) {
+  // Over many seeds, a 5-sample dataset must not always come out in the same order.
+  std::set<std::vector<std::size_t>> seen;
+  for (std::uint64_t seed = 0; seed < 64; ++seed)
+    seen.insert(sampler{5, true, seed}.epoch_indices(0));
+  EXPECT_GT(seen.size(), 10U);
+}
+
+TEST(sampler_test, ShardSizesFollowTheFormula) {
+  for (std::size_t n : {0U, 1U, 2U, 5U, 7U, 8U, 9U, 37U, 64U, 100U}) {
+    for (unsigned world = 1; world <= 8; ++world) {
+      std::size_t total = 0;
+      std::size_t smallest = n + 1;
+      std::size_t largest = 0;
+      for (unsigned rank = 0; rank < world; ++rank) {
+        sampler s{n, true, 5, rank, world};
+        std::size_t const want = n > rank ? (n - rank + world - 1) / world : 0;
+        EXPECT_EQ(s.shard_size(), want) << "n=" << n << " rank=" << rank << "/" << world;
+        EXPECT_EQ(s.rank(), rank);
+        EXPECT_EQ(s.world_size(), world);
+        EXPECT_EQ(s.dataset_size(), n);
+        total += s.shard_size();
+        smallest = std::min(smallest, s.shard_size());
+        largest = std::max(largest, s.shard_size());
+      }
+      EXPECT_EQ(total, n) << "n=" << n << " world=" << world;
+      EXPECT_LE(largest - smallest, 1U) << "n=" << n << " world=" << world;
+    }
+  }
+}
+
+TEST(sampler_test, RankShardsAreDisjointAndComplete) {
+  for (std::size_t n : {1U, 5U, 37U, 100U, 257U}) {
+    for (unsigned world = 1; world <= 8; ++world) {
+      for (bool shuffle : {false, true}) {
+        for (std::uint64_t epoch : {0U, 4U}) {
+          std::vector<std::size_t> all;
+          auto whole = sampler{n, shuffle, 9}.epoch_indices(epoch);
+          for (unsigned rank = 0; rank < world; ++rank) {
+            sampler s{n, shuffle, 9, rank, world};
+            auto shard = s.epoch_indices(epoch);
+            // Rank r takes positions r, r + W, ... of the whole epoch's order.
+            EXPECT_EQ(shard, gpufeed::test::reference_shard(whole, rank, world))
+                << "n=" << n << " rank=" << rank << "/" << world << " shuffle=" << shuffle;
+            all.insert(all.end(), shard.begin(), shard.end());
+          }
+          EXPECT_EQ(sorted(all), iota_vector(n))
+              << "n=" << n << " world=" << world << " shuffle=" << shuffle << " epoch=" << epoch;
+        }
+      }
+    }
+  }
+}
+
+TEST(sampler_test, RejectsBadRankLayout) {
+  EXPECT_THROW((sampler{10, true, 0, 0, 0}), gpufeed::logic_error);
+  EXPECT_THROW((sampler{10, true, 0, 2, 2}), gpufeed::logic_error);
+  EXPECT_THROW((sampler{10, false, 0, 9, 4}), gpufeed::logic_error);
+  EXPECT_NO_THROW((sampler{10, false, 0, 3, 4}));
+}
+
+TEST(sampler_test, MixSeedIsDeterministicAndSensitive) {
+  EXPECT_EQ(gpufeed::mix_seed(1, 2, 3), gpufeed::mix_seed(1, 2, 3));
+  std::set<std::uint64_t> values;
+  for (std::uint64_t a = 0; a < 4; ++a) {
+    for (std::uint64_t b = 0; b < 4; ++b) {
+      for (std::uint64_t c = 0; c < 4; ++c) values.insert(gpufeed::mix_seed(a, b, c));
+    }
+  }
+  EXPECT_EQ(values.size(), 64U) << "mix_seed collides on small inputs";
+  EXPECT_NE(gpufeed::mix_seed(1, 2), gpufeed::mix_seed(2, 1));
+}
+
+}  // namespace
