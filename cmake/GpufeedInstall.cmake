@@ -5,8 +5,8 @@ include(CMakePackageConfigHelpers)
 install(TARGETS gpufeed EXPORT gpufeedTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
-  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# (The include directory reaches users through the target's $<INSTALL_INTERFACE>.)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/gpufeed DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT gpufeedTargets NAMESPACE gpufeed:: FILE gpufeedTargets.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/gpufeed)
@@ -19,3 +19,5 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/gpufeedConfigVersion.cmak
 install(FILES ${PROJECT_BINARY_DIR}/gpufeedConfig.cmake
   ${PROJECT_BINARY_DIR}/gpufeedConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/gpufeed)
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/README.md
+  DESTINATION ${CMAKE_INSTALL_DOCDIR})

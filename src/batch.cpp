@@ -20,7 +20,9 @@ batch& batch::operator=(batch&& other) noexcept {
   return *this;
 }
 
-batch::~batch() { release(); }
+batch::~batch() {
+  release();
+}
 
 void batch::release() noexcept {
   if (slot_ != nullptr) {
@@ -29,10 +31,18 @@ void batch::release() noexcept {
   core_.reset();
 }
 
-std::size_t batch::size() const noexcept { return slot_ ? slot_->delivered : 0; }
-std::uint64_t batch::sequence() const noexcept { return slot_ ? slot_->at.sequence : 0; }
-std::uint64_t batch::epoch() const noexcept { return slot_ ? slot_->at.epoch : 0; }
-step_info batch::step() const noexcept { return slot_ ? slot_->step : step_info{}; }
+std::size_t batch::size() const noexcept {
+  return slot_ ? slot_->delivered : 0;
+}
+std::uint64_t batch::sequence() const noexcept {
+  return slot_ ? slot_->at.sequence : 0;
+}
+std::uint64_t batch::epoch() const noexcept {
+  return slot_ ? slot_->at.epoch : 0;
+}
+step_info batch::step() const noexcept {
+  return slot_ ? slot_->step : step_info{};
+}
 
 std::size_t batch::fields() const noexcept {
   return slot_ ? core_->layout().spec().size() : 0;
@@ -41,11 +51,11 @@ std::size_t batch::fields() const noexcept {
 tensor_view batch::field(std::size_t f) const {
   GPUFEED_EXPECTS(slot_ != nullptr, "this batch is empty (moved from or released)");
   auto const& layout = core_->layout();
-  GPUFEED_EXPECTS(f < layout.spec().size(),
-                  "field " + std::to_string(f) + " does not exist; the batch has " +
-                      std::to_string(layout.spec().size()) + " fields");
+  GPUFEED_EXPECTS(f < layout.spec().size(), "field " + std::to_string(f) +
+                                                " does not exist; the batch has " +
+                                                std::to_string(layout.spec().size()) + " fields");
   auto const& fld = layout.spec()[f];
-  return tensor_view{fld.name, fld.type, layout.locate(slot_->memory.get(), f, 0),
+  return tensor_view{fld.name,         fld.type,  layout.locate(slot_->memory.get(), f, 0),
                      slot_->delivered, fld.shape, -1};
 }
 

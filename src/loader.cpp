@@ -44,19 +44,39 @@ loader& loader::operator=(loader&& other) noexcept {
   return *this;
 }
 
-void loader::set_epoch(std::uint64_t epoch) { core_->set_epoch(epoch); }
-std::uint64_t loader::epoch() const { return core_->epoch(); }
-std::optional<batch> loader::next() { return core_->next(); }
-std::size_t loader::batches_per_epoch() const noexcept { return core_->plan().batches(); }
-std::size_t loader::steps_per_epoch() const noexcept { return core_->plan().steps(); }
-std::size_t loader::samples_per_epoch() const noexcept { return core_->plan().samples(); }
+void loader::set_epoch(std::uint64_t epoch) {
+  core_->set_epoch(epoch);
+}
+std::uint64_t loader::epoch() const {
+  return core_->epoch();
+}
+std::optional<batch> loader::next() {
+  return core_->next();
+}
+std::size_t loader::batches_per_epoch() const noexcept {
+  return core_->plan().batches();
+}
+std::size_t loader::steps_per_epoch() const noexcept {
+  return core_->plan().steps();
+}
+std::size_t loader::samples_per_epoch() const noexcept {
+  return core_->plan().samples();
+}
 std::size_t loader::batch_bytes() const noexcept {
   return core_->layout().spec().bytes_per_sample() * core_->options().batch_size;
 }
-loader_options const& loader::options() const noexcept { return core_->options(); }
-loader_state loader::state() const { return core_->state(); }
-void loader::restore(loader_state const& state) { core_->restore(state); }
-stats loader::snapshot() const { return core_->snapshot(); }
+loader_options const& loader::options() const noexcept {
+  return core_->options();
+}
+loader_state loader::state() const {
+  return core_->state();
+}
+void loader::restore(loader_state const& state) {
+  core_->restore(state);
+}
+stats loader::snapshot() const {
+  return core_->snapshot();
+}
 
 // ---- loader_state's text form ----------------------------------------------------------------
 

@@ -43,6 +43,8 @@ std::shared_ptr<spdlog::logger> const& logger() {
   return instance;
 }
 
-void set_log_level(std::string_view level) { logger()->set_level(parse_level(level)); }
+void set_log_level(std::string_view level) {
+  logger()->set_level(parse_level(level));
+}
 
 }  // namespace gpufeed

@@ -52,9 +52,9 @@ void validate(loader_options const& o) {
                             " (slots in the ring; 2 or more lets reading overlap training)");
   expect_range<std::size_t>("accumulation_steps", o.accumulation_steps, 1, max_batch,
                             " (1 means no gradient accumulation)");
-  GPUFEED_EXPECTS(o.timeout.count() >= 0, "loader_options::timeout = " +
-                                              std::to_string(o.timeout.count()) +
-                                              " ms is negative; use 0 to wait forever");
+  GPUFEED_EXPECTS(o.timeout.count() >= 0,
+                  "loader_options::timeout = " + std::to_string(o.timeout.count()) +
+                      " ms is negative; use 0 to wait forever");
   GPUFEED_EXPECTS(o.stall_warning.count() > 0,
                   "loader_options::stall_warning = " + std::to_string(o.stall_warning.count()) +
                       " ms must be positive");

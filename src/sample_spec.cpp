@@ -67,7 +67,10 @@ std::string sample_spec::to_string() const {
     }
     text += f.name + ':' + std::string{gpufeed::to_string(f.type)} + '[';
     for (std::size_t i = 0; i < f.shape.size(); ++i) {
-      text += (i ? "," : "") + std::to_string(f.shape[i]);
+      if (i > 0) {
+        text += ',';
+      }
+      text += std::to_string(f.shape[i]);
     }
     text += ']';
   }

@@ -13,9 +13,8 @@ std::string stats::to_string() const {
                 "skipped %llu",
                 static_cast<unsigned long long>(batches), static_cast<unsigned long long>(samples),
                 wall_s, per_s(static_cast<double>(samples)),
-                per_s(static_cast<double>(bytes)) / 1e6, 100.0 * stall_fraction(), read_s,
-                workers, slot_wait_s, ring_ready_mean, ring_slots,
-                static_cast<unsigned long long>(skipped));
+                per_s(static_cast<double>(bytes)) / 1e6, 100.0 * stall_fraction(), read_s, workers,
+                slot_wait_s, ring_ready_mean, ring_slots, static_cast<unsigned long long>(skipped));
   return line;
 }
 

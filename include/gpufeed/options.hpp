@@ -53,9 +53,9 @@ struct loader_options {
   /// How long `next()` waits before it logs which sample it is waiting for.
   std::chrono::milliseconds stall_warning{30'000};
   /// This process's rank; default: the RANK environment variable (torchrun), else 0.
-  std::optional<unsigned> rank;
+  std::optional<unsigned> rank{};
   /// Number of ranks; default: the WORLD_SIZE environment variable (torchrun), else 1.
-  std::optional<unsigned> world_size;
+  std::optional<unsigned> world_size{};
   /// At most this many skipped indices are kept in `stats` (the count is always exact).
   std::size_t max_listed_skips = 10'000;
 };

@@ -30,7 +30,9 @@ void add(std::atomic<T>& counter, T amount) noexcept {
   counter.store(counter.load(std::memory_order_relaxed) + amount, std::memory_order_relaxed);
 }
 
-double seconds(std::int64_t ns) noexcept { return static_cast<double>(ns) * 1e-9; }
+double seconds(std::int64_t ns) noexcept {
+  return static_cast<double>(ns) * 1e-9;
+}
 
 // Wraps the exception being handled in a sample_error. Must be called inside a catch block:
 // sample_error captures the current exception as its nested one.
@@ -88,7 +90,9 @@ loader_core::loader_core(std::shared_ptr<dataset const> data, loader_options opt
   }
 }
 
-loader_core::~loader_core() { stop(); }
+loader_core::~loader_core() {
+  stop();
+}
 
 void loader_core::start() {
   threads_.reserve(options_.workers);
@@ -128,7 +132,9 @@ void loader_core::worker_main(unsigned worker) {
       // Idle because every slot is taken counts as waiting for a free slot.
       bool const ring_full = count_locked(slot::state::free) == 0;
       auto const idle_from = clock::now();
+      ++parked_workers_;
       work_cv_.wait(lock);
+      --parked_workers_;
       if (ring_full) {
         add(me.slot_wait_ns, nanoseconds_between(idle_from, clock::now()));
       }
@@ -138,8 +144,8 @@ void loader_core::worker_main(unsigned worker) {
     lock.unlock();
     fill(*s, worker);
     lock.lock();
-    if (--s->attached == 0 && s->status == slot::state::free) {
-      work_cv_.notify_all();  // a discarded slot just became reusable
+    if (--s->attached == 0 && s->status == slot::state::free && parked_workers_ > 0) {
+      work_cv_.notify_one();  // a discarded slot just became reusable
     }
   }
 }
@@ -161,7 +167,9 @@ slot* loader_core::find_work_locked() {
   for (auto const& s : slots_) {
     if (s->status == slot::state::free && s->attached == 0) {
       assign_locked(*s);
-      work_cv_.notify_all();  // more hands for the new batch
+      if (parked_workers_ > 0) {
+        work_cv_.notify_all();  // more hands for the new batch
+      }
       return s.get();
     }
   }
@@ -259,14 +267,18 @@ void loader_core::finish_contents(slot& s) {
 
 void loader_core::complete(slot& s) {
   finish_contents(s);
+  bool wake = false;
   {
     std::lock_guard const lock{mutex_};
     if (s.status != slot::state::filling || s.generation != generation_) {
       return;  // discarded by set_epoch / restore while it was being filled
     }
     s.status = slot::state::ready;
+    wake = consumer_waiting_;
   }
-  ready_cv_.notify_all();
+  if (wake) {
+    ready_cv_.notify_all();
+  }
 }
 
 // ---- consumer --------------------------------------------------------------------------------
@@ -301,11 +313,20 @@ std::optional<batch> loader_core::next() {
     return std::nullopt;
   }
   auto const wait_from = clock::now();
-  auto const deadline = options_.timeout.count() > 0 ? wait_from + options_.timeout
-                                                     : clock::time_point::max();
+  auto const deadline =
+      options_.timeout.count() > 0 ? wait_from + options_.timeout : clock::time_point::max();
   auto warn_at = wait_from + options_.stall_warning;
+  // Workers wake the consumer only while it waits: a wake-up is a system call.
+  struct waiting_flag {
+    bool& flag;
+    explicit waiting_flag(bool& f) : flag{f} { flag = true; }
+    ~waiting_flag() { flag = false; }
+    waiting_flag(waiting_flag const&) = delete;
+    waiting_flag& operator=(waiting_flag const&) = delete;
+  };
   slot* s = consumer_slot_locked();
   while (s == nullptr || s->status != slot::state::ready) {
+    waiting_flag const waiting{consumer_waiting_};
     if (s == nullptr && all_leased_locked()) {
       throw logic_error{
           "gpufeed: all " + std::to_string(slots_.size()) +
@@ -341,8 +362,11 @@ std::optional<batch> loader_core::next() {
     auto error = std::exchange(s->error, nullptr);
     s->status = slot::state::free;
     ++failed_batches_;
+    bool const wake = parked_workers_ > 0;
     lock.unlock();
-    work_cv_.notify_all();
+    if (wake) {
+      work_cv_.notify_one();
+    }
     std::rethrow_exception(error);
   }
   s->status = slot::state::leased;
@@ -360,8 +384,8 @@ void loader_core::record_delivery_locked(slot const& s) {
     }
     // Say it, but do not flood the log when a whole shard is bad.
     if (++skip_logs_ <= 20) {
-      logger()->warn("skipped sample {} (epoch {}, batch {}); {} skipped so far", index,
-                     s.at.epoch, s.at.sequence, skipped_);
+      logger()->warn("skipped sample {} (epoch {}, batch {}); {} skipped so far", index, s.at.epoch,
+                     s.at.sequence, skipped_);
     }
   }
 }
@@ -397,11 +421,16 @@ std::pair<std::size_t, std::string> loader_core::describe_wait_locked(slot const
 }
 
 void loader_core::release(slot* s) noexcept {
+  bool wake = false;
   {
     std::lock_guard const lock{mutex_};
     s->status = slot::state::free;
+    wake = parked_workers_ > 0;
   }
-  work_cv_.notify_all();
+  // One worker is enough: it takes the slot and wakes others to help fill it.
+  if (wake) {
+    work_cv_.notify_one();
+  }
 }
 
 // ---- positioning -----------------------------------------------------------------------------
@@ -440,9 +469,8 @@ std::uint64_t loader_core::epoch() const {
 
 loader_state loader_core::state() const {
   std::lock_guard const lock{mutex_};
-  return {options_.seed,        consumer_.epoch,        consumer_.sequence,
-          data_->size(),        options_.batch_size,    *options_.rank,
-          *options_.world_size, options_.shuffle};
+  return {options_.seed,       consumer_.epoch, consumer_.sequence,   data_->size(),
+          options_.batch_size, *options_.rank,  *options_.world_size, options_.shuffle};
 }
 
 void loader_core::restore(loader_state const& wanted) {

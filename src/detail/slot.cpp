@@ -9,13 +9,13 @@
 namespace gpufeed::detail {
 
 void aligned_delete::operator()(std::byte* p) const noexcept {
-  ::operator delete(p, std::align_val_t{alignment});
+  ::operator delete (p, std::align_val_t{alignment});
 }
 
 aligned_bytes allocate_resident(std::size_t bytes, std::size_t alignment, char const* what) {
   void* raw = nullptr;
   try {
-    raw = ::operator new(bytes == 0 ? 1 : bytes, std::align_val_t{alignment});
+    raw = ::operator new (bytes == 0 ? 1 : bytes, std::align_val_t{alignment});
   } catch (std::bad_alloc const&) {
     throw out_of_memory{std::string{"gpufeed: could not allocate "} + std::to_string(bytes) +
                         " bytes for " + what +

@@ -100,6 +100,8 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   cursor producer_;  // the next batch to assign to a slot
   cursor consumer_;  // the next batch next() returns
   bool stopping_ = false;
+  unsigned parked_workers_ = 0;         // workers blocked on work_cv_
+  bool consumer_waiting_ = false;       // next() blocked on ready_cv_
   std::atomic<bool> stop_flag_{false};  // mirrors stopping_ for reads polling it
   std::unique_ptr<worker_activity[]> activity_;
   std::vector<std::thread> threads_;

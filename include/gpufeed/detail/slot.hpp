@@ -52,8 +52,8 @@ struct slot {
   std::size_t count = 0;           // samples assigned; stable while a worker is attached
   std::size_t delivered = 0;       // samples left after skipped ones are removed
   step_info step;
-  unsigned attached = 0;           // workers filling it right now
-  std::exception_ptr error;        // the first failed sample's, under error_policy::raise
+  unsigned attached = 0;     // workers filling it right now
+  std::exception_ptr error;  // the first failed sample's, under error_policy::raise
 
   // Position p is written only by the worker that claimed p, and read by whoever completes the
   // slot (the acq_rel decrement of `remaining` orders them). Sized batch_size once.

@@ -1,0 +1,73 @@
+#include "json_report.hpp"
+
+#include <ctime>
+#include <fstream>
+#include <optional>
+#include <stdexcept>
+
+#include "gpufeed/version.hpp"
+
+namespace gpufeed::bench {
+namespace {
+
+template <class T>
+json or_null(std::optional<T> const& value) {
+  return value ? json(*value) : json(nullptr);
+}
+
+std::string utc_now_iso8601() {
+  std::time_t const now = std::time(nullptr);
+  std::tm parts{};
+  gmtime_r(&now, &parts);
+  char text[32] = {};
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &parts);
+  return text;
+}
+
+}  // namespace
+
+json to_json(bench_result const& result) {
+  return {{"loader", result.loader},
+          {"samples_per_s", or_null(result.samples_per_s)},
+          {"batches_per_s", or_null(result.batches_per_s)},
+          {"bytes_per_s", or_null(result.bytes_per_s)},
+          {"handoff_us", or_null(result.handoff_us)},
+          {"memcpy_bytes_per_s", or_null(result.memcpy_bytes_per_s)},
+          {"ratio", or_null(result.ratio)},
+          {"peak_rss_bytes", or_null(result.peak_rss_bytes)},
+          {"pinned_bytes", or_null(result.pinned_bytes)},
+          {"details", result.details}};
+}
+
+json to_json(goal const& target) {
+  return {{"metric", target.metric},
+          {"comparison", target.comparison},
+          {"target", target.target},
+          {"value", target.value},
+          {"met", target.met()}};
+}
+
+json to_json(report const& rep) {
+  json results = json::array();
+  for (auto const& result : rep.results) results.push_back(to_json(result));
+  json goals = json::array();
+  for (auto const& target : rep.goals) goals.push_back(to_json(target));
+  return {{"tool", "gpufeed-bench"},
+          {"schema_version", 1},
+          {"gpufeed_version", gpufeed::version},
+          {"command", rep.command},
+          {"date", utc_now_iso8601()},
+          {"machine", to_json(rep.machine)},
+          {"config", rep.config},
+          {"results", std::move(results)},
+          {"goals", std::move(goals)}};
+}
+
+void write_json(report const& rep, std::string const& path) {
+  std::ofstream out{path};
+  if (!out) throw std::runtime_error{"cannot open '" + path + "' for writing"};
+  out << to_json(rep).dump(2) << '\n';
+  if (!out.flush()) throw std::runtime_error{"cannot write '" + path + "'"};
+}
+
+}  // namespace gpufeed::bench

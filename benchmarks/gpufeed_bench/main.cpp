@@ -1,0 +1,58 @@
+// gpufeed-bench: the bundled throughput tool. One subcommand per measurement; each prints a
+// table and, with --json FILE, writes the report (schema in json_report.hpp).
+
+#include <CLI/CLI.hpp>
+#include <exception>
+#include <iostream>
+
+#include "gpufeed/version.hpp"
+#include "json_report.hpp"
+#include "machine_info.hpp"
+#include "memcpy.hpp"
+#include "overhead.hpp"
+#include "table.hpp"
+
+int main(int argc, char** argv) {
+  namespace bench = gpufeed::bench;
+  CLI::App app{
+      "gpufeed-bench: measures the gpufeed loader on this machine. Run a subcommand with --help "
+      "for what it measures.",
+      "gpufeed-bench"};
+  app.set_version_flag("--version", gpufeed::version);
+  app.require_subcommand(1);
+
+  bench::overhead_config overhead = bench::default_overhead_config();
+  bench::memcpy_config memcpy = bench::default_memcpy_config();
+  CLI::App* const overhead_command = bench::add_overhead_command(app, overhead);
+  CLI::App* const memcpy_command = bench::add_memcpy_command(app, memcpy);
+
+  try {
+    app.parse(argc, argv);
+  } catch (CLI::ParseError const& e) {
+    return app.exit(e);
+  }
+
+  try {
+    // Before the run, so that the load average is other processes' load, not this run's.
+    bench::machine_info const machine = bench::detect_machine();
+    bench::report rep;
+    std::string json_path;
+    if (overhead_command->parsed()) {
+      rep = bench::run_overhead(overhead, std::cout);
+      json_path = overhead.common.json_path;
+    } else if (memcpy_command->parsed()) {
+      rep = bench::run_memcpy(memcpy, std::cout);
+      json_path = memcpy.common.json_path;
+    }
+    rep.machine = machine;
+    bench::print_report(rep, std::cout);
+    if (!json_path.empty()) {
+      bench::write_json(rep, json_path);
+      std::cout << "\nwrote " << json_path << '\n';
+    }
+  } catch (std::exception const& e) {
+    std::cerr << "gpufeed-bench: " << e.what() << '\n';
+    return 1;
+  }
+  return 0;
+}

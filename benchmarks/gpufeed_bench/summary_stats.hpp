@@ -1,0 +1,15 @@
+#pragma once
+// Order statistics for repeated measurements on a noisy machine.
+
+#include <vector>
+
+namespace gpufeed::bench {
+
+/// The median (mean of the middle two for an even count); 0 for an empty set.
+[[nodiscard]] double median(std::vector<double> values);
+/// The nearest-rank percentile, `q` in [0, 100]; 0 for an empty set.
+[[nodiscard]] double percentile(std::vector<double> values, double q);
+/// The arithmetic mean; 0 for an empty set.
+[[nodiscard]] double mean(std::vector<double> const& values);
+
+}  // namespace gpufeed::bench
