@@ -358,3 +358,34 @@ TEST(loader_lifetime_test, NoGrowthOverManyLoaders) {
 }
 
 }  // namespace
+
+// Idle workers poll briefly before they park, and release() wakes a parked worker only when no
+// worker is polling. A consumer whose pace straddles the polling window (releases that come at
+// once, just inside, just outside, and long after it) exercises every hand-over between the two;
+// a lost wake-up would leave a free slot unfilled and surface here as a timeout_error.
+TEST(loader_lifetime_test, NoLostWakeUpsAroundTheIdlePollWindow) {
+  using namespace std::chrono_literals;
+  constexpr std::chrono::microseconds paces[] = {0us, 20us, 45us, 55us, 120us, 400us};
+  for (unsigned workers : {1U, 2U, 3U}) {
+    auto data = std::make_shared<echo_dataset>(97);
+    auto o = small_options(5, workers);
+    o.prefetch_depth = 2;
+    o.timeout = 20s;
+    loader l{data, o};
+    std::size_t expected_sequence = 0;
+    std::size_t delivered = 0;
+    for (std::size_t i = 0; i < 240; ++i) {
+      auto b = l.next();
+      if (!b) {
+        expected_sequence = 0;
+        continue;
+      }
+      ASSERT_EQ(b->sequence(), expected_sequence) << "workers " << workers << ", batch " << i;
+      ++expected_sequence;
+      delivered += b->size();
+      b->release();
+      std::this_thread::sleep_for(paces[i % std::size(paces)]);
+    }
+    EXPECT_GT(delivered, 0U);
+  }
+}

@@ -110,6 +110,7 @@ void loader_core::stop() noexcept {
   {
     std::lock_guard const lock{mutex_};
     stopping_ = true;
+    ring_events_.fetch_add(1, std::memory_order_release);
   }
   stop_flag_.store(true, std::memory_order_relaxed);
   work_cv_.notify_all();
@@ -132,9 +133,13 @@ void loader_core::worker_main(unsigned worker) {
       // Idle because every slot is taken counts as waiting for a free slot.
       bool const ring_full = count_locked(slot::state::free) == 0;
       auto const idle_from = clock::now();
-      ++parked_workers_;
-      work_cv_.wait(lock);
-      --parked_workers_;
+      if (spinning_workers_ == 0) {
+        spin_for_work(lock);  // catches a release that follows soon, without a wake-up
+      } else {
+        ++parked_workers_;
+        work_cv_.wait(lock);
+        --parked_workers_;
+      }
       if (ring_full) {
         add(me.slot_wait_ns, nanoseconds_between(idle_from, clock::now()));
       }
@@ -144,9 +149,46 @@ void loader_core::worker_main(unsigned worker) {
     lock.unlock();
     fill(*s, worker);
     lock.lock();
-    if (--s->attached == 0 && s->status == slot::state::free && parked_workers_ > 0) {
-      work_cv_.notify_one();  // a discarded slot just became reusable
+    if (--s->attached == 0 && s->status == slot::state::free) {
+      wake_one_worker_locked();  // a discarded slot just became reusable
+      if (std::exchange(wake_pending_, false)) {
+        work_cv_.notify_one();
+      }
     }
+  }
+}
+
+void loader_core::spin_for_work(std::unique_lock<std::mutex>& lock) {
+  // Waking a parked thread is a system call (several microseconds, more in a VM), paid by the
+  // consumer in release(). One idle worker polls for a short while first, so that a consumer
+  // that gives slots back at a high rate never pays it; after the window it parks as usual.
+  // The poll is on an event counter, not the mutex: the consumer's path stays uncontended.
+  constexpr auto window = std::chrono::microseconds{50};
+  ++spinning_workers_;
+  auto const seen = ring_events_.load(std::memory_order_acquire);
+  lock.unlock();
+  auto const until = clock::now() + window;
+  bool event = false;
+  // Yielding between polls hands the core to a worker or consumer that has real work when the
+  // machine is oversubscribed (more threads than cores); on an idle core it returns at once.
+  while (!(event = ring_events_.load(std::memory_order_acquire) != seen) && clock::now() < until) {
+    std::this_thread::yield();
+  }
+  lock.lock();
+  --spinning_workers_;
+  // Re-checked under the lock: an event between the poll and here is never lost, because
+  // whoever caused it saw spinning_workers_ > 0 and left the wake-up to this worker.
+  if (!event && !stopping_ && ring_events_.load(std::memory_order_relaxed) == seen) {
+    ++parked_workers_;
+    work_cv_.wait(lock);
+    --parked_workers_;
+  }
+}
+
+void loader_core::wake_one_worker_locked() {
+  ring_events_.fetch_add(1, std::memory_order_release);
+  if (spinning_workers_ == 0 && parked_workers_ > 0) {
+    wake_pending_ = true;  // notified after the lock is released
   }
 }
 
@@ -194,6 +236,7 @@ void loader_core::assign_locked(slot& s) {
   s.remaining.store(span.count, std::memory_order_relaxed);
   s.next_claim.store(0, std::memory_order_release);
   producer_ = normalized({producer_.epoch, producer_.sequence + 1});
+  ring_events_.fetch_add(1, std::memory_order_release);  // new work: a spinning worker joins
 }
 
 void loader_core::fill(slot& s, unsigned worker) {
@@ -362,7 +405,8 @@ std::optional<batch> loader_core::next() {
     auto error = std::exchange(s->error, nullptr);
     s->status = slot::state::free;
     ++failed_batches_;
-    bool const wake = parked_workers_ > 0;
+    wake_one_worker_locked();
+    bool const wake = std::exchange(wake_pending_, false);
     lock.unlock();
     if (wake) {
       work_cv_.notify_one();
@@ -393,10 +437,15 @@ void loader_core::record_delivery_locked(slot const& s) {
 std::pair<std::size_t, std::string> loader_core::describe_wait_locked(slot const* s) const {
   if (s == nullptr) {
     auto const index = sampler_.index(consumer_.epoch, plan_.span(consumer_.sequence).first);
-    return {index, "its first sample " + std::to_string(index) +
-                       " has not started: no ring slot is free (" +
-                       std::to_string(count_locked(slot::state::leased)) + " of " +
-                       std::to_string(slots_.size()) + " are leased to live batches)"};
+    auto const free = count_locked(slot::state::free);
+    auto const ring = "the ring's " + std::to_string(slots_.size()) +
+                      " slots: " + std::to_string(count_locked(slot::state::leased)) +
+                      " leased to live " + "batches, " +
+                      std::to_string(count_locked(slot::state::ready)) + " ready, " +
+                      std::to_string(count_locked(slot::state::filling)) + " filling, " +
+                      std::to_string(free) + " free";
+    return {index, "its first sample " + std::to_string(index) + " has not started (" + ring +
+                       (free > 0 ? "; no worker has taken the free slot yet)" : ")")};
   }
   // The read in progress on this batch that started first is the one everybody waits for.
   auto const now = now_ns();
@@ -425,7 +474,8 @@ void loader_core::release(slot* s) noexcept {
   {
     std::lock_guard const lock{mutex_};
     s->status = slot::state::free;
-    wake = parked_workers_ > 0;
+    wake_one_worker_locked();
+    wake = std::exchange(wake_pending_, false);
   }
   // One worker is enough: it takes the slot and wakes others to help fill it.
   if (wake) {
@@ -445,6 +495,7 @@ void loader_core::flush_locked(cursor to) {
   }
   consumer_ = to;
   producer_ = normalized(to);
+  ring_events_.fetch_add(1, std::memory_order_release);
   work_cv_.notify_all();
 }
 
