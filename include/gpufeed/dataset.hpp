@@ -62,6 +62,10 @@ class dataset {
   [[nodiscard]] virtual sample_spec spec() const = 0;
   /// @brief Writes sample `index` into `out`. Thread-safe; may throw.
   virtual void read(std::size_t index, sample_view out, read_context const& ctx) const = 0;
+  /// @brief Samples per storage chunk (consecutive indices stored and decompressed together, as
+  /// in a chunked HDF5 file), or 0 when reads have no such structure. The loader's chunk-aware
+  /// shuffle (`loader_options::chunk_window`) draws from a few chunks at a time when it is > 1.
+  [[nodiscard]] virtual std::size_t storage_chunk() const { return 0; }
 };
 
 }  // namespace gpufeed

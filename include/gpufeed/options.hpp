@@ -41,6 +41,11 @@ struct loader_options {
   bool shuffle = false;
   /// The shuffle's and the augmentations' seed.
   std::uint64_t seed = 0;
+  /// Chunk-aware shuffle: when shuffling a dataset that reports storage chunks
+  /// (`dataset::storage_chunk() > 1`), shuffle the chunks, then draw samples at random from a
+  /// window of this many chunks at a time (FFCV's quasi-random order), so that each chunk is
+  /// decompressed once per epoch, not once per sample. 0 turns it off (a plain shuffle).
+  std::size_t chunk_window = 0;
   /// A last batch with fewer than batch_size samples.
   tail_policy last_batch = tail_policy::keep;
   /// A last optimizer step with fewer than accumulation_steps micro-batches.
