@@ -84,7 +84,8 @@ std::string loader_state::to_string() const {
   std::ostringstream out;
   out << "gpufeed-state/1 seed=" << seed << " epoch=" << epoch << " next_sequence=" << next_sequence
       << " dataset_size=" << dataset_size << " batch_size=" << batch_size << " rank=" << rank
-      << " world_size=" << world_size << " shuffle=" << (shuffle ? 1 : 0);
+      << " world_size=" << world_size << " shuffle=" << (shuffle ? 1 : 0)
+      << " chunk_window=" << chunk_window;
   return out.str();
 }
 
@@ -116,7 +117,8 @@ loader_state loader_state::parse(std::string_view text) {
                   key_slot{"batch_size", &state.batch_size, UINT64_MAX},
                   key_slot{"rank", &rank, unsigned_max},
                   key_slot{"world_size", &world_size, unsigned_max},
-                  key_slot{"shuffle", &shuffle, 1}};
+                  key_slot{"shuffle", &shuffle, 1},
+                  key_slot{"chunk_window", &state.chunk_window, UINT64_MAX}};
   std::array<bool, keys.size()> seen{};
   while (in >> word) {
     auto const eq = word.find('=');
@@ -141,6 +143,7 @@ loader_state loader_state::parse(std::string_view text) {
     }
     *k->target = number;
   }
+  seen.back() = true;  // chunk_window is optional: states written before it existed had none
   if (std::find(seen.begin(), seen.end(), false) != seen.end()) {
     bad("every one of seed, epoch, next_sequence, dataset_size, batch_size, rank, world_size, "
         "shuffle must be given");

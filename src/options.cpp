@@ -52,6 +52,8 @@ void validate(loader_options const& o) {
                             " (slots in the ring; 2 or more lets reading overlap training)");
   expect_range<std::size_t>("accumulation_steps", o.accumulation_steps, 1, max_batch,
                             " (1 means no gradient accumulation)");
+  expect_range<std::size_t>("chunk_window", o.chunk_window, 0, std::size_t{1} << 20,
+                            " (chunks drawn from together by the chunk-aware shuffle; 0 = off)");
   GPUFEED_EXPECTS(o.timeout.count() >= 0,
                   "loader_options::timeout = " + std::to_string(o.timeout.count()) +
                       " ms is negative; use 0 to wait forever");

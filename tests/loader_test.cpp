@@ -845,3 +845,62 @@ TEST(loader_test, SnapshotFromAnotherThread) {
 }
 
 }  // namespace
+
+// ------------------------------------------------------------------------------------------------
+// Chunk-aware shuffle through the loader.
+
+namespace {
+// An index-echo dataset that reports storage chunks, as a chunked HDF5 file does.
+class chunked_echo final : public gpufeed::dataset {
+ public:
+  chunked_echo(std::size_t n, std::size_t chunk) : n_{n}, chunk_{chunk} {}
+  std::size_t size() const override { return n_; }
+  gpufeed::sample_spec spec() const override {
+    return gpufeed::sample_spec{}.add("index", gpufeed::dtype::i64, {});
+  }
+  void read(std::size_t index, gpufeed::sample_view out,
+            gpufeed::read_context const&) const override {
+    out.as<std::int64_t>(0)[0] = static_cast<std::int64_t>(index);
+  }
+  std::size_t storage_chunk() const override { return chunk_; }
+
+ private:
+  std::size_t n_, chunk_;
+};
+}  // namespace
+
+TEST(loader_test, ChunkAwareShuffleFollowsTheSamplerAndResumes) {
+  auto data = std::make_shared<chunked_echo>(150, 16);
+  auto o = small_options(8, 3);
+  o.shuffle = true;
+  o.seed = 77;
+  o.chunk_window = 2;
+  gpufeed::sampler const reference{150, true, 77, 0, 1, {16, 2}};
+  loader l{data, o};
+  std::vector<std::size_t> seen;
+  for (auto& b : l) {
+    auto const values = b.field("index").as<std::int64_t>();
+    for (std::size_t k = 0; k < b.size(); ++k) {
+      ASSERT_EQ(static_cast<std::size_t>(values[k]), b.indices()[k]);
+      seen.push_back(b.indices()[k]);
+    }
+  }
+  EXPECT_EQ(seen, reference.epoch_indices(0));
+
+  // The state names the window, and a loader with another window refuses it.
+  auto const state = l.state();
+  EXPECT_EQ(state.chunk_window, 2U);
+  EXPECT_EQ(gpufeed::loader_state::parse(state.to_string()), state);
+  auto other = o;
+  other.chunk_window = 3;
+  loader different{data, other};
+  EXPECT_THROW(different.restore(state), gpufeed::logic_error);
+}
+
+TEST(loader_test, StateWithoutChunkWindowStillParses) {
+  auto const parsed = gpufeed::loader_state::parse(
+      "gpufeed-state/1 seed=5 epoch=2 next_sequence=3 dataset_size=100 batch_size=8 rank=1 "
+      "world_size=4 shuffle=1");
+  EXPECT_EQ(parsed.chunk_window, 0U);
+  EXPECT_EQ(parsed.epoch, 2U);
+}

@@ -176,3 +176,75 @@ TEST(sampler_test, MixSeedIsDeterministicAndSensitive) {
 }
 
 }  // namespace
+
+// ---- chunk-aware shuffle ---------------------------------------------------------------------
+
+namespace {
+struct chunk_case {
+  std::size_t n, chunk, window;
+};
+constexpr chunk_case chunk_cases[] = {{1, 4, 2},   {3, 4, 2},    {16, 4, 2},  {17, 4, 2},
+                                      {100, 7, 3}, {100, 10, 1}, {99, 10, 4}, {1000, 16, 4},
+                                      {64, 8, 8},  {65, 8, 16}};
+}  // namespace
+
+TEST(sampler_test, ChunkAwareEpochIsAPermutation) {
+  for (auto const& c : chunk_cases) {
+    for (std::uint64_t epoch : {0U, 1U, 7U}) {
+      sampler s{c.n, true, 42, 0, 1, {c.chunk, c.window}};
+      ASSERT_TRUE(s.chunk_aware());
+      EXPECT_EQ(sorted(s.epoch_indices(epoch)), iota_vector(c.n))
+          << "n " << c.n << " chunk " << c.chunk << " window " << c.window << " epoch " << epoch;
+    }
+  }
+}
+
+TEST(sampler_test, ChunkAwareWindowsTouchFewChunks) {
+  // Every run of window x chunk consecutive positions draws from at most `window` chunks, plus
+  // the short tail chunk in the last run: a cache of window + 1 chunks decompresses each once.
+  for (auto const& c : chunk_cases) {
+    sampler s{c.n, true, 3, 0, 1, {c.chunk, c.window}};
+    auto const order = s.epoch_indices(0);
+    auto const run = c.chunk * c.window;
+    for (std::size_t first = 0; first < c.n; first += run) {
+      std::set<std::size_t> chunks;
+      auto const last = std::min(c.n, first + run);
+      for (auto p = first; p < last; ++p) chunks.insert(order[p] / c.chunk);
+      EXPECT_LE(chunks.size(), c.window + 1) << "n " << c.n << " run at " << first;
+    }
+  }
+}
+
+TEST(sampler_test, ChunkAwareOrderIsShuffledAndDependsOnSeedAndEpoch) {
+  sampler a{1000, true, 5, 0, 1, {16, 4}};
+  sampler b{1000, true, 6, 0, 1, {16, 4}};
+  EXPECT_NE(a.epoch_indices(0), iota_vector(1000));
+  EXPECT_NE(a.epoch_indices(0), a.epoch_indices(1));
+  EXPECT_NE(a.epoch_indices(0), b.epoch_indices(0));
+  EXPECT_EQ(a.epoch_indices(3), (sampler{1000, true, 5, 0, 1, {16, 4}}.epoch_indices(3)));
+  // The first run of positions does not always start with chunk 0: the chunks are shuffled.
+  std::set<std::size_t> first_chunks;
+  for (std::uint64_t epoch = 0; epoch < 8; ++epoch) {
+    first_chunks.insert(a.epoch_indices(epoch)[0] / 16);
+  }
+  EXPECT_GT(first_chunks.size(), 1U);
+}
+
+TEST(sampler_test, ChunkAwareRankShardsAreDisjointAndComplete) {
+  for (unsigned world = 1; world <= 4; ++world) {
+    std::vector<std::size_t> all;
+    for (unsigned rank = 0; rank < world; ++rank) {
+      auto part = sampler{203, true, 8, rank, world, {10, 3}}.epoch_indices(2);
+      all.insert(all.end(), part.begin(), part.end());
+    }
+    EXPECT_EQ(sorted(all), iota_vector(203)) << "world " << world;
+  }
+}
+
+TEST(sampler_test, ChunkOrderNeedsShuffleAndChunks) {
+  auto const plain = sampler{100, true, 9}.epoch_indices(0);
+  EXPECT_EQ((sampler{100, true, 9, 0, 1, {1, 4}}.epoch_indices(0)), plain);   // chunk of 1
+  EXPECT_EQ((sampler{100, true, 9, 0, 1, {10, 0}}.epoch_indices(0)), plain);  // window 0
+  EXPECT_FALSE((sampler{100, false, 9, 0, 1, {10, 4}}.chunk_aware()));
+  EXPECT_EQ((sampler{100, false, 9, 0, 1, {10, 4}}.epoch_indices(0)), iota_vector(100));
+}

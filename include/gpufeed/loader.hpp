@@ -44,10 +44,12 @@ struct loader_state {
   unsigned rank = 0;
   unsigned world_size = 1;
   bool shuffle = false;
+  std::uint64_t chunk_window = 0;
 
   /// @brief A one-line text form, for checkpoints.
   [[nodiscard]] std::string to_string() const;
-  /// @brief Parses `to_string()`'s form. @throws logic_error on anything else.
+  /// @brief Parses `to_string()`'s form (`chunk_window` may be absent: 0). @throws logic_error on
+  /// anything else.
   [[nodiscard]] static loader_state parse(std::string_view text);
   friend bool operator==(loader_state const&, loader_state const&) = default;
 };
@@ -101,7 +103,7 @@ class loader {
   [[nodiscard]] loader_state state() const;
   /// @brief Resumes at `state`: the following batches are exactly those that followed it.
   /// @throws logic_error if the state was taken with another dataset size, batch size, seed,
-  /// shuffle or rank layout, or points past the epoch.
+  /// shuffle, chunk_window or rank layout, or points past the epoch.
   void restore(loader_state const& state);
 
   /// @brief The counters. Safe from any thread.

@@ -14,12 +14,27 @@
 
 namespace gpufeed {
 
+/// @brief Chunk-aware shuffle settings: shuffle `chunk`-sample chunks, then draw samples at random
+/// from a window of `window` chunks at a time. Off when either is below 2 (`window` 1 is allowed:
+/// one chunk at a time).
+struct chunk_order {
+  std::size_t chunk = 0;   ///< samples per storage chunk (`dataset::storage_chunk()`)
+  std::size_t window = 0;  ///< chunks drawn from together
+  [[nodiscard]] bool active() const noexcept { return chunk > 1 && window > 0; }
+};
+
 /// @brief Maps (epoch, position in this rank's shard) to a dataset index.
+///
+/// With a `chunk_order`, the epoch's permutation is FFCV-style quasi-random: the full chunks are
+/// shuffled, and consecutive groups of `window` of them are drawn from together, each group's
+/// samples in a random order (a short last chunk joins the last group). A window of positions
+/// touches at most `window` + 1 chunks, so a reader that caches that many decompresses each chunk
+/// about once per epoch.
 class sampler {
  public:
   /// @throws logic_error if world_size is 0 or rank >= world_size.
   sampler(std::size_t dataset_size, bool shuffle, std::uint64_t seed, unsigned rank = 0,
-          unsigned world_size = 1);
+          unsigned world_size = 1, chunk_order chunks = {});
 
   [[nodiscard]] std::size_t dataset_size() const noexcept { return n_; }
   /// @brief Samples this rank sees per epoch: ceil((n - rank) / world_size).
@@ -27,6 +42,8 @@ class sampler {
   [[nodiscard]] unsigned rank() const noexcept { return rank_; }
   [[nodiscard]] unsigned world_size() const noexcept { return world_size_; }
   [[nodiscard]] bool shuffled() const noexcept { return shuffle_; }
+  /// @brief Whether the chunk-aware order is in force (shuffling, with an active chunk_order).
+  [[nodiscard]] bool chunk_aware() const noexcept { return shuffle_ && chunks_.active(); }
 
   /// @brief The dataset index at `position` (< shard_size()) of this rank's shard in `epoch`.
   [[nodiscard]] std::size_t index(std::uint64_t epoch, std::size_t position) const noexcept;
@@ -34,15 +51,20 @@ class sampler {
   [[nodiscard]] std::vector<std::size_t> epoch_indices(std::uint64_t epoch) const;
 
  private:
-  std::size_t permute(std::uint64_t key, std::size_t x) const noexcept;
+  [[nodiscard]] std::size_t chunk_aware_index(std::uint64_t epoch,
+                                              std::size_t global) const noexcept;
   std::size_t n_;
   bool shuffle_;
   std::uint64_t seed_;
   unsigned rank_;
   unsigned world_size_;
+  chunk_order chunks_;
   std::size_t shard_size_;
-  unsigned half_bits_ = 0;  // the Feistel domain is 2^(2 * half_bits_) >= n_
 };
+
+/// @brief A keyed pseudo-random permutation of [0, n): a Feistel network over the smallest
+/// even-bit power of two >= n, with cycle walking. O(1) memory and time per element.
+[[nodiscard]] std::size_t permute_index(std::size_t x, std::size_t n, std::uint64_t key) noexcept;
 
 /// @brief A well-mixed 64-bit hash of several values (splitmix64 finalizer, chained).
 [[nodiscard]] std::uint64_t mix_seed(std::uint64_t a, std::uint64_t b,

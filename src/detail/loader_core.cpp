@@ -60,8 +60,12 @@ loader_core::loader_core(std::shared_ptr<dataset const> data, loader_options opt
     : data_{std::move(data)},
       options_{options},
       layout_{data_->spec(), options_.batch_size},
-      sampler_{data_->size(), options_.shuffle, options_.seed, *options_.rank,
-               *options_.world_size},
+      sampler_{data_->size(),
+               options_.shuffle,
+               options_.seed,
+               *options_.rank,
+               *options_.world_size,
+               {options_.chunk_window > 0 ? data_->storage_chunk() : 0, options_.chunk_window}},
       plan_{sampler_.shard_size(), options_.batch_size, options_.accumulation_steps,
             options_.last_batch, options_.last_step},
       started_{clock::now()},
@@ -81,6 +85,16 @@ loader_core::loader_core(std::shared_ptr<dataset const> data, loader_options opt
   logger()->info("{} workers, ring of {} slots x {} = {} of host memory, allocated once",
                  options_.workers, slots_.size(), mib(layout_.slot_bytes()),
                  mib(layout_.slot_bytes() * slots_.size()));
+  if (sampler_.chunk_aware()) {
+    logger()->info("chunk-aware shuffle: {} chunks of {} samples, drawn {} chunks at a time",
+                   (data_->size() + data_->storage_chunk() - 1) / data_->storage_chunk(),
+                   data_->storage_chunk(), options_.chunk_window);
+  } else if (options_.shuffle && options_.chunk_window > 0) {
+    logger()->info(
+        "chunk_window {} ignored: the dataset reports no storage chunks (a plain "
+        "shuffle is used)",
+        options_.chunk_window);
+  }
   if (plan_.batches() == 0) {
     logger()->warn(
         "this rank's epoch has no batches ({} samples, batch_size {}, last_batch {}): next() "
@@ -520,8 +534,17 @@ std::uint64_t loader_core::epoch() const {
 
 loader_state loader_core::state() const {
   std::lock_guard const lock{mutex_};
-  return {options_.seed,       consumer_.epoch, consumer_.sequence,   data_->size(),
-          options_.batch_size, *options_.rank,  *options_.world_size, options_.shuffle};
+  loader_state out;
+  out.seed = options_.seed;
+  out.epoch = consumer_.epoch;
+  out.next_sequence = consumer_.sequence;
+  out.dataset_size = data_->size();
+  out.batch_size = options_.batch_size;
+  out.rank = *options_.rank;
+  out.world_size = *options_.world_size;
+  out.shuffle = options_.shuffle;
+  out.chunk_window = options_.chunk_window;
+  return out;
 }
 
 void loader_core::restore(loader_state const& wanted) {
@@ -538,6 +561,7 @@ void loader_core::restore(loader_state const& wanted) {
   mismatch("world_size", wanted.world_size, here.world_size);
   mismatch("shuffle", wanted.shuffle, here.shuffle);
   mismatch("seed", wanted.seed, here.seed);
+  mismatch("chunk_window", wanted.chunk_window, here.chunk_window);
   GPUFEED_EXPECTS(wanted.next_sequence <= plan_.batches(),
                   "cannot restore: next_sequence " + std::to_string(wanted.next_sequence) +
                       " is past the epoch's " + std::to_string(plan_.batches()) + " batches");

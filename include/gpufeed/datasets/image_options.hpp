@@ -1,0 +1,74 @@
+#pragma once
+/// @file
+/// @brief How the image datasets (`image_folder`, `file_list`) decode and augment each image,
+/// and the (path, label) entry they both list.
+///
+/// @code
+/// gpufeed::image_options train{.height = 224, .width = 224,
+///                              .resize = gpufeed::resize_mode::random_resized_crop,
+///                              .horizontal_flip = true,
+///                              .jitter = {.brightness = 0.4F, .contrast = 0.4F,
+///                                         .saturation = 0.4F, .hue = 0.1F}};
+/// gpufeed::image_options eval{.height = 224, .width = 224};  // resize to 256, center crop 224
+/// @endcode
+
+#include <cstdint>
+#include <string>
+
+namespace gpufeed {
+
+/// @brief How the decoded image is brought to the output size.
+enum class resize_mode : std::uint8_t {
+  /// Scale so that the shorter side is `image_options::resize_to` (and the output fits), then
+  /// take the centre (torchvision's `Resize(resize_to)` + `CenterCrop(height, width)`).
+  center_crop,
+  /// torchvision's `RandomResizedCrop`: a random area in `scale` and aspect ratio in `ratio`,
+  /// up to 10 attempts, else the centre crop of the closest allowed ratio; then resized.
+  random_resized_crop,
+};
+
+/// @brief Color jitter factors, torchvision's `ColorJitter` semantics: each factor is drawn
+/// uniformly from [max(0, 1 - x), 1 + x] (hue: a shift in [-hue, hue] of a full turn), and the
+/// four operations are applied in a random order. 0 turns an operation off.
+struct color_jitter {
+  float brightness = 0;
+  float contrast = 0;
+  float saturation = 0;
+  /// In [0, 0.5].
+  float hue = 0;
+};
+
+/// @brief The decode and transform of one image. Output: uint8 RGB, HWC, [height, width, 3].
+struct image_options {
+  /// Output height in pixels (1 .. 16384).
+  int height = 224;
+  /// Output width in pixels (1 .. 16384).
+  int width = 224;
+  /// How the image is cropped and scaled to height x width.
+  resize_mode resize = resize_mode::center_crop;
+  /// center_crop: the shorter side after scaling; 0 means round(min(height, width) * 256 / 224)
+  /// (256 for 224). Raised where needed so that height x width fits.
+  int resize_to = 0;
+  /// random_resized_crop: the range of the crop's area, as a fraction of the image's.
+  float scale_min = 0.08F;
+  float scale_max = 1.0F;
+  /// random_resized_crop: the range of the crop's aspect ratio (width / height).
+  float ratio_min = 3.0F / 4.0F;
+  float ratio_max = 4.0F / 3.0F;
+  /// Mirror left-right with probability 0.5.
+  bool horizontal_flip = false;
+  /// Color jitter (off by default).
+  color_jitter jitter{};
+  /// Let JPEGs be decoded at 1/2, 1/4 or 1/8 size (libjpeg's DCT scaling) when the crop is
+  /// that much larger than the output: much faster, and nearly the same pixels.
+  bool reduced_decoding = true;
+};
+
+/// @brief One image of an image dataset: its path and its label.
+struct image_entry {
+  std::string path;
+  std::int64_t label = 0;
+  friend bool operator==(image_entry const&, image_entry const&) = default;
+};
+
+}  // namespace gpufeed

@@ -1,0 +1,65 @@
+#pragma once
+/// @file
+/// @brief The decode and transform shared by `image_folder` and `file_list` (internal).
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gpufeed/datasets/image_options.hpp"
+
+namespace gpufeed::detail {
+
+/// @brief An image's size as its header states it.
+struct image_extent {
+  int width = 0;
+  int height = 0;
+};
+
+/// @brief Where a JPEG's markers say what `image_pipeline` needs: the frame size (SOF) and
+/// whether the entropy-coded data is followed by an end-of-image marker.
+struct jpeg_header {
+  image_extent extent;
+  bool complete = false;  ///< an EOI marker follows the first scan
+};
+
+/// @brief Parses a JPEG's markers; nullopt when `bytes` is not a JPEG or its markers are broken
+/// before the first scan. Never reads past `bytes`.
+[[nodiscard]] std::optional<jpeg_header> parse_jpeg_header(
+    std::span<unsigned char const> bytes) noexcept;
+
+/// @brief Reads a whole file into `buffer` (resized to fit) with POSIX open/read.
+/// @throws file_error naming `path` (with the system's reason) if it cannot be opened or read,
+/// or if it is empty.
+void read_file(std::string const& path, std::vector<unsigned char>& buffer);
+
+/// @brief Decodes an image by its content and writes it, cropped, scaled and augmented as the
+/// options say, as uint8 RGB HWC. Thread-safe; holds no mutable state (each thread keeps its own
+/// file buffer). All randomness comes from the `seed` argument.
+class image_pipeline {
+ public:
+  /// @throws logic_error on options out of range (naming the option and its value).
+  explicit image_pipeline(image_options options);
+
+  [[nodiscard]] image_options const& options() const noexcept { return options_; }
+  /// @brief [height, width, 3].
+  [[nodiscard]] std::vector<std::int64_t> shape() const;
+  /// @brief Bytes of one output image.
+  [[nodiscard]] std::size_t bytes() const noexcept;
+
+  /// @brief Reads the file at `path` and transforms it into `out` (exactly `bytes()` long).
+  /// @throws file_error naming `path` for an unreadable, empty, truncated or undecodable file.
+  void load(std::string const& path, std::span<std::uint8_t> out, std::uint64_t seed) const;
+
+  /// @brief As `load`, from the encoded bytes of the file called `name`.
+  void transform(std::span<unsigned char const> encoded, std::string const& name,
+                 std::span<std::uint8_t> out, std::uint64_t seed) const;
+
+ private:
+  image_options options_;
+};
+
+}  // namespace gpufeed::detail

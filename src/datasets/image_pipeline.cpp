@@ -1,0 +1,435 @@
+#include "gpufeed/detail/image_pipeline.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cmath>
+#include <limits>
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#include <system_error>
+#include <utility>
+
+#include "gpufeed/error.hpp"
+
+namespace gpufeed::detail {
+
+namespace {
+
+constexpr int max_side = 16384;
+
+std::string errno_text(int err) { return std::system_category().message(err); }
+
+// Closes a POSIX file descriptor on scope exit.
+class file_descriptor {
+ public:
+  explicit file_descriptor(int fd) noexcept : fd_{fd} {}
+  ~file_descriptor() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  file_descriptor(file_descriptor const&) = delete;
+  file_descriptor& operator=(file_descriptor const&) = delete;
+  [[nodiscard]] int get() const noexcept { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// splitmix64: one word of state, the same stream on every platform (unlike the standard
+// distributions), so the same seed gives the same crop everywhere.
+class random_stream {
+ public:
+  explicit random_stream(std::uint64_t seed) noexcept : state_{seed} {}
+  std::uint64_t next() noexcept {
+    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30U)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27U)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31U);
+  }
+  // Uniform in [lo, hi).
+  double uniform(double lo, double hi) noexcept {
+    double const unit = static_cast<double>(next() >> 11U) * 0x1.0p-53;
+    return lo + (hi - lo) * unit;
+  }
+  // Uniform integer in [0, n] (n >= 0).
+  int up_to(int n) noexcept {
+    auto const span = static_cast<std::uint64_t>(n) + 1U;
+    return static_cast<int>(next() % span);
+  }
+
+ private:
+  std::uint64_t state_;
+};
+
+// A crop of the source image, in source pixels.
+struct crop_box {
+  double x = 0;
+  double y = 0;
+  double w = 0;
+  double h = 0;
+};
+
+int default_resize_to(image_options const& o) {
+  return static_cast<int>(std::lround(std::min(o.height, o.width) * 256.0 / 224.0));
+}
+
+crop_box center_box(image_options const& o, image_extent src) {
+  double const side = o.resize_to > 0 ? o.resize_to : default_resize_to(o);
+  double const w = src.width;
+  double const h = src.height;
+  double const s = std::max({side / std::min(w, h), o.height / h, o.width / w});
+  double const cw = std::min(w, o.width / s);
+  double const ch = std::min(h, o.height / s);
+  return {(w - cw) / 2, (h - ch) / 2, cw, ch};
+}
+
+// torchvision.transforms.RandomResizedCrop.get_params.
+crop_box random_box(image_options const& o, image_extent src, random_stream& rng) {
+  int const w = src.width;
+  int const h = src.height;
+  double const area = static_cast<double>(w) * h;
+  double const log_lo = std::log(static_cast<double>(o.ratio_min));
+  double const log_hi = std::log(static_cast<double>(o.ratio_max));
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    double const target = area * rng.uniform(o.scale_min, o.scale_max);
+    double const aspect = std::exp(rng.uniform(log_lo, log_hi));
+    auto const cw = static_cast<int>(std::lround(std::sqrt(target * aspect)));
+    auto const ch = static_cast<int>(std::lround(std::sqrt(target / aspect)));
+    if (cw > 0 && cw <= w && ch > 0 && ch <= h) {
+      int const y = rng.up_to(h - ch);
+      int const x = rng.up_to(w - cw);
+      return {static_cast<double>(x), static_cast<double>(y), static_cast<double>(cw),
+              static_cast<double>(ch)};
+    }
+  }
+  // Fallback: the centre crop of the closest allowed aspect ratio.
+  double const in_ratio = static_cast<double>(w) / h;
+  double cw = w;
+  double ch = h;
+  if (in_ratio < o.ratio_min) {
+    ch = std::round(w / static_cast<double>(o.ratio_min));
+  } else if (in_ratio > o.ratio_max) {
+    cw = std::round(h * static_cast<double>(o.ratio_max));
+  }
+  return {std::floor((w - cw) / 2), std::floor((h - ch) / 2), cw, ch};
+}
+
+// [lo, hi) of a box edge mapped onto `decoded` pixels of a `source`-pixel axis.
+std::pair<int, int> map_span(double start, double length, int source, int decoded) {
+  double const r = static_cast<double>(decoded) / source;
+  int lo = static_cast<int>(std::lround(start * r));
+  int hi = static_cast<int>(std::lround((start + length) * r));
+  lo = std::clamp(lo, 0, decoded - 1);
+  hi = std::clamp(hi, lo + 1, decoded);
+  return {lo, hi};
+}
+
+int reduction_for(image_options const& o, crop_box const& box) {
+  if (!o.reduced_decoding) return 1;
+  for (int f : {8, 4, 2}) {
+    if (box.w / f >= o.width && box.h / f >= o.height) return f;
+  }
+  return 1;
+}
+
+int imread_flags(int reduction) {
+  switch (reduction) {
+    case 8:
+      return cv::IMREAD_REDUCED_COLOR_8 | cv::IMREAD_IGNORE_ORIENTATION;
+    case 4:
+      return cv::IMREAD_REDUCED_COLOR_4 | cv::IMREAD_IGNORE_ORIENTATION;
+    case 2:
+      return cv::IMREAD_REDUCED_COLOR_2 | cv::IMREAD_IGNORE_ORIENTATION;
+    default:
+      return cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION;
+  }
+}
+
+std::uint8_t saturate(double v) noexcept {
+  return static_cast<std::uint8_t>(std::clamp(std::lround(v), 0L, 255L));
+}
+
+double luma(std::uint8_t const* p) noexcept { return 0.299 * p[0] + 0.587 * p[1] + 0.114 * p[2]; }
+
+void apply_lut(std::span<std::uint8_t> image, std::array<std::uint8_t, 256> const& lut) noexcept {
+  for (auto& v : image) v = lut[v];
+}
+
+void adjust_brightness(std::span<std::uint8_t> image, double f) noexcept {
+  std::array<std::uint8_t, 256> lut{};
+  for (std::size_t v = 0; v < lut.size(); ++v) lut[v] = saturate(static_cast<double>(v) * f);
+  apply_lut(image, lut);
+}
+
+void adjust_contrast(std::span<std::uint8_t> image, double f) noexcept {
+  double sum = 0;
+  std::size_t const pixels = image.size() / 3;
+  for (std::size_t i = 0; i < pixels; ++i) sum += luma(image.data() + 3 * i);
+  double const mean = pixels > 0 ? sum / static_cast<double>(pixels) : 0;
+  std::array<std::uint8_t, 256> lut{};
+  for (std::size_t v = 0; v < lut.size(); ++v) {
+    lut[v] = saturate(f * static_cast<double>(v) + (1 - f) * mean);
+  }
+  apply_lut(image, lut);
+}
+
+void adjust_saturation(std::span<std::uint8_t> image, double f) noexcept {
+  for (std::size_t i = 0; i + 2 < image.size(); i += 3) {
+    std::uint8_t* p = image.data() + i;
+    double const gray = (1 - f) * luma(p);
+    p[0] = saturate(f * p[0] + gray);
+    p[1] = saturate(f * p[1] + gray);
+    p[2] = saturate(f * p[2] + gray);
+  }
+}
+
+void adjust_hue(cv::Mat& rgb, double shift) {
+  thread_local cv::Mat hsv;
+  cv::cvtColor(rgb, hsv, cv::COLOR_RGB2HSV_FULL);  // hue in 0..255 (a full turn)
+  auto const delta = static_cast<int>(std::lround(shift * 256.0));
+  for (int r = 0; r < hsv.rows; ++r) {
+    auto* p = hsv.ptr<std::uint8_t>(r);
+    for (int c = 0; c < hsv.cols; ++c) {
+      p[3 * c] = static_cast<std::uint8_t>((p[3 * c] + delta + 256) & 0xFF);
+    }
+  }
+  cv::cvtColor(hsv, rgb, cv::COLOR_HSV2RGB_FULL);
+}
+
+// BGR -> RGB, mirrored when `flip`, in place, in one pass.
+void to_rgb(cv::Mat& image, bool flip) noexcept {
+  auto const cols = static_cast<std::size_t>(image.cols);
+  for (int r = 0; r < image.rows; ++r) {
+    auto* row = image.ptr<std::uint8_t>(r);
+    if (flip) {
+      for (std::size_t a = 0, b = cols - 1; a < b; ++a, --b) {
+        std::uint8_t* pa = row + 3 * a;
+        std::uint8_t* pb = row + 3 * b;
+        std::uint8_t const a0 = pa[0];
+        std::uint8_t const a1 = pa[1];
+        std::uint8_t const a2 = pa[2];
+        pa[0] = pb[2];
+        pa[1] = pb[1];
+        pa[2] = pb[0];
+        pb[0] = a2;
+        pb[1] = a1;
+        pb[2] = a0;
+      }
+      if (cols % 2 == 1) std::swap(row[3 * (cols / 2)], row[3 * (cols / 2) + 2]);
+    } else {
+      for (std::size_t c = 0; c < cols; ++c) std::swap(row[3 * c], row[3 * c + 2]);
+    }
+  }
+}
+
+void apply_jitter(color_jitter const& j, cv::Mat& rgb, std::span<std::uint8_t> out,
+                  random_stream& rng) {
+  if (j.brightness <= 0 && j.contrast <= 0 && j.saturation <= 0 && j.hue <= 0) return;
+  std::array<int, 4> order{0, 1, 2, 3};
+  for (int i = 3; i > 0; --i) std::swap(order[static_cast<std::size_t>(i)],
+                                        order[static_cast<std::size_t>(rng.up_to(i))]);
+  auto factor = [&](float x) {
+    return x > 0 ? rng.uniform(std::max(0.0, 1.0 - x), 1.0 + x) : 1.0;
+  };
+  double const b = factor(j.brightness);
+  double const c = factor(j.contrast);
+  double const s = factor(j.saturation);
+  double const h = j.hue > 0 ? rng.uniform(-j.hue, j.hue) : 0.0;
+  for (int op : order) {
+    switch (op) {
+      case 0:
+        if (j.brightness > 0) adjust_brightness(out, b);
+        break;
+      case 1:
+        if (j.contrast > 0) adjust_contrast(out, c);
+        break;
+      case 2:
+        if (j.saturation > 0) adjust_saturation(out, s);
+        break;
+      default:
+        if (j.hue > 0) adjust_hue(rgb, h);
+    }
+  }
+}
+
+std::uint32_t be16(unsigned char const* p) noexcept {
+  return (static_cast<std::uint32_t>(p[0]) << 8U) | p[1];
+}
+
+}  // namespace
+
+std::optional<jpeg_header> parse_jpeg_header(std::span<unsigned char const> bytes) noexcept {
+  std::size_t const n = bytes.size();
+  unsigned char const* b = bytes.data();
+  if (n < 4 || b[0] != 0xFF || b[1] != 0xD8) return std::nullopt;
+  std::size_t pos = 2;
+  std::optional<image_extent> extent;
+  while (pos < n) {
+    if (b[pos] != 0xFF) return std::nullopt;
+    while (pos < n && b[pos] == 0xFF) ++pos;  // fill bytes
+    if (pos >= n) return std::nullopt;
+    unsigned const marker = b[pos++];
+    if (marker == 0xD8 || marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) continue;
+    if (marker == 0xD9 || pos + 2 > n) return std::nullopt;
+    std::size_t const length = be16(b + pos);
+    if (length < 2 || pos + length > n) return std::nullopt;
+    bool const is_sof = marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 &&
+                        marker != 0xCC;
+    if (is_sof && length >= 7 && !extent) {
+      extent = image_extent{static_cast<int>(be16(b + pos + 5)), static_cast<int>(be16(b + pos + 3))};
+    }
+    if (marker == 0xDA) {
+      if (!extent) return std::nullopt;
+      jpeg_header header{*extent, false};
+      // In entropy-coded data a 0xFF byte is always stuffed (FF 00) or a restart marker, so
+      // FF D9 there is the end of the image.
+      std::size_t const scan = pos + length;
+      if (n >= 2 && b[n - 2] == 0xFF && b[n - 1] == 0xD9) {
+        header.complete = true;
+      } else {
+        for (std::size_t i = scan; i + 1 < n; ++i) {
+          if (b[i] == 0xFF && b[i + 1] == 0xD9) {
+            header.complete = true;
+            break;
+          }
+        }
+      }
+      return header;
+    }
+    pos += length;
+  }
+  return std::nullopt;
+}
+
+void read_file(std::string const& path, std::vector<unsigned char>& buffer) {
+  file_descriptor fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (fd.get() < 0) {
+    int const err = errno;
+    throw file_error(path, "cannot open: " + errno_text(err));
+  }
+  struct stat info {};
+  if (::fstat(fd.get(), &info) != 0) {
+    int const err = errno;
+    throw file_error(path, "cannot stat: " + errno_text(err));
+  }
+  // st_size is a hint: read until end of file, growing the buffer if the file grew.
+  std::size_t capacity = info.st_size > 0 ? static_cast<std::size_t>(info.st_size) + 1 : 4096;
+  buffer.resize(capacity);
+  std::size_t used = 0;
+  while (true) {
+    if (used == buffer.size()) buffer.resize(buffer.size() * 2);
+    ssize_t const got = ::read(fd.get(), buffer.data() + used, buffer.size() - used);
+    if (got < 0) {
+      int const err = errno;
+      if (err == EINTR) continue;
+      throw file_error(path, "cannot read: " + errno_text(err));
+    }
+    if (got == 0) break;
+    used += static_cast<std::size_t>(got);
+  }
+  buffer.resize(used);
+  if (used == 0) throw file_error(path, "the file is empty");
+}
+
+image_pipeline::image_pipeline(image_options options) : options_{options} {
+  auto const& o = options_;
+  GPUFEED_EXPECTS(o.height >= 1 && o.height <= max_side,
+                  "image_options::height is " + std::to_string(o.height) + "; allowed 1 .. 16384");
+  GPUFEED_EXPECTS(o.width >= 1 && o.width <= max_side,
+                  "image_options::width is " + std::to_string(o.width) + "; allowed 1 .. 16384");
+  GPUFEED_EXPECTS(o.resize_to >= 0 && o.resize_to <= max_side,
+                  "image_options::resize_to is " + std::to_string(o.resize_to) +
+                      "; allowed 0 (automatic) .. 16384");
+  GPUFEED_EXPECTS(o.scale_min > 0 && o.scale_min <= o.scale_max,
+                  "image_options::scale_min/scale_max are " + std::to_string(o.scale_min) + "/" +
+                      std::to_string(o.scale_max) + "; need 0 < scale_min <= scale_max");
+  GPUFEED_EXPECTS(o.ratio_min > 0 && o.ratio_min <= o.ratio_max,
+                  "image_options::ratio_min/ratio_max are " + std::to_string(o.ratio_min) + "/" +
+                      std::to_string(o.ratio_max) + "; need 0 < ratio_min <= ratio_max");
+  auto const& j = o.jitter;
+  GPUFEED_EXPECTS(j.brightness >= 0 && j.contrast >= 0 && j.saturation >= 0,
+                  "image_options::jitter: brightness, contrast and saturation must be >= 0 (got " +
+                      std::to_string(j.brightness) + ", " + std::to_string(j.contrast) + ", " +
+                      std::to_string(j.saturation) + ")");
+  GPUFEED_EXPECTS(j.hue >= 0 && j.hue <= 0.5F, "image_options::jitter.hue is " +
+                                                   std::to_string(j.hue) + "; allowed 0 .. 0.5");
+}
+
+std::vector<std::int64_t> image_pipeline::shape() const {
+  return {options_.height, options_.width, 3};
+}
+
+std::size_t image_pipeline::bytes() const noexcept {
+  return static_cast<std::size_t>(options_.height) * static_cast<std::size_t>(options_.width) * 3U;
+}
+
+void image_pipeline::load(std::string const& path, std::span<std::uint8_t> out,
+                          std::uint64_t seed) const {
+  thread_local std::vector<unsigned char> buffer;
+  read_file(path, buffer);
+  transform(buffer, path, out, seed);
+}
+
+void image_pipeline::transform(std::span<unsigned char const> encoded, std::string const& name,
+                               std::span<std::uint8_t> out, std::uint64_t seed) const {
+  GPUFEED_EXPECTS(out.size() == bytes(), "image_pipeline: the destination has " +
+                                             std::to_string(out.size()) + " bytes, not " +
+                                             std::to_string(bytes()));
+  if (encoded.empty()) throw file_error(name, "the file is empty");
+  auto const& o = options_;
+  random_stream rng{seed};
+  try {
+    // imdecode does not write through its input; the const_cast only satisfies cv::Mat.
+    cv::Mat const raw(1, static_cast<int>(encoded.size()), CV_8UC1,
+                      const_cast<unsigned char*>(encoded.data()));  // NOLINT
+    auto const jpeg = parse_jpeg_header(encoded);
+    if (jpeg && !jpeg->complete) {
+      // libjpeg only warns about a missing end of image and pads the rest with gray.
+      throw file_error(name, "truncated JPEG (no end-of-image marker after the scan)");
+    }
+    bool const known = jpeg && jpeg->extent.width > 0 && jpeg->extent.height > 0;
+    image_extent source = known ? jpeg->extent : image_extent{};
+    crop_box box;
+    int reduction = 1;
+    cv::Mat decoded;
+    auto plan = [&] {
+      box = o.resize == resize_mode::center_crop ? center_box(o, source)
+                                                 : random_box(o, source, rng);
+    };
+    if (known) {
+      plan();
+      reduction = reduction_for(o, box);
+    }
+    decoded = cv::imdecode(raw, imread_flags(reduction));
+    if (decoded.empty()) {
+      throw file_error(name, "cannot decode the image (corrupt, truncated or not an image)");
+    }
+    if (decoded.type() != CV_8UC3) {
+      throw file_error(name, "decoded to an unexpected pixel type " + std::to_string(decoded.type()));
+    }
+    if (!known) {
+      source = {decoded.cols, decoded.rows};
+      plan();
+    }
+    auto const [x0, x1] = map_span(box.x, box.w, source.width, decoded.cols);
+    auto const [y0, y1] = map_span(box.y, box.h, source.height, decoded.rows);
+    cv::Mat const roi = decoded(cv::Range{y0, y1}, cv::Range{x0, x1});
+    cv::Mat dst(o.height, o.width, CV_8UC3, out.data());
+    bool const shrink = roi.cols > o.width && roi.rows > o.height;
+    cv::resize(roi, dst, cv::Size{o.width, o.height}, 0, 0,
+               shrink ? cv::INTER_AREA : cv::INTER_LINEAR);
+    GPUFEED_EXPECTS(dst.data == out.data(), "cv::resize reallocated its destination");
+    bool const flip = o.horizontal_flip && (rng.next() >> 63U) != 0;
+    to_rgb(dst, flip);
+    apply_jitter(o.jitter, dst, out, rng);
+  } catch (cv::Exception const& e) {
+    throw file_error(name, std::string{"OpenCV could not decode it: "} + e.what());
+  }
+}
+
+}  // namespace gpufeed::detail
