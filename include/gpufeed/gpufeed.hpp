@@ -18,3 +18,12 @@
 #include "gpufeed/stats.hpp"
 #include "gpufeed/tensor_view.hpp"
 #include "gpufeed/version.hpp"
+
+// The optional datasets, when the library was built with them (the macros come with the target).
+#if defined(GPUFEED_WITH_HDF5)
+#include "gpufeed/datasets/hdf5.hpp"
+#endif
+#if defined(GPUFEED_WITH_OPENCV)
+#include "gpufeed/datasets/file_list.hpp"
+#include "gpufeed/datasets/image_folder.hpp"
+#endif

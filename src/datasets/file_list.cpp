@@ -67,11 +67,19 @@ std::variant<std::vector<std::string>, std::string> split_row(std::string_view l
 }
 
 std::optional<std::int64_t> parse_label(std::string_view text) noexcept {
+  if (!text.empty() && text[0] == '+') text.remove_prefix(1);
   std::int64_t value = 0;
   auto const* end = text.data() + text.size();
   auto const [ptr, ec] = std::from_chars(text.data(), end, value);
   if (text.empty() || ec != std::errc{} || ptr != end) return std::nullopt;
   return value;
+}
+
+// Whether a field is meant as a number (digits, an optional sign): such a first row is data,
+// even when the number does not fit, so that it is reported instead of skipped as a header.
+bool looks_numeric(std::string_view text) noexcept {
+  if (!text.empty() && (text[0] == '-' || text[0] == '+')) text.remove_prefix(1);
+  return !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
 }
 
 }  // namespace
@@ -99,7 +107,7 @@ file_list::file_list(fs::path const& csv, image_options options) : pipeline_{opt
                                          std::to_string(fields.size()));
     }
     auto const label = parse_label(fields[1]);
-    bool const header = first_row && !label;
+    bool const header = first_row && !looks_numeric(fields[1]);
     first_row = false;
     if (header) continue;
     if (!label) {

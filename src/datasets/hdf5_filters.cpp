@@ -34,8 +34,8 @@ std::ptrdiff_t hdf5_inflate(std::span<std::byte const> in, std::span<std::byte> 
     out_done += out_now - z.avail_out;
     if (rc == Z_STREAM_END) break;
     if (rc != Z_OK && rc != Z_BUF_ERROR) {
-      error = std::string{"corrupt deflate data ("} + (z.msg != nullptr ? z.msg : "zlib error") +
-              ")";
+      error =
+          std::string{"corrupt deflate data ("} + (z.msg != nullptr ? z.msg : "zlib error") + ")";
       inflateEnd(&z);
       return -1;
     }
@@ -46,8 +46,8 @@ std::ptrdiff_t hdf5_inflate(std::span<std::byte const> in, std::span<std::byte> 
       z.avail_out = 1;
       rc = inflate(&z, Z_NO_FLUSH);
       if (rc == Z_STREAM_END && z.avail_out == 1) break;
-      error = "deflate data inflates to more than the chunk's " + std::to_string(out.size()) +
-              " bytes";
+      error =
+          "deflate data inflates to more than the chunk's " + std::to_string(out.size()) + " bytes";
       inflateEnd(&z);
       return -1;
     }

@@ -23,7 +23,9 @@ namespace {
 
 constexpr int max_side = 16384;
 
-std::string errno_text(int err) { return std::system_category().message(err); }
+std::string errno_text(int err) {
+  return std::system_category().message(err);
+}
 
 // Closes a POSIX file descriptor on scope exit.
 class file_descriptor {
@@ -78,14 +80,20 @@ int default_resize_to(image_options const& o) {
   return static_cast<int>(std::lround(std::min(o.height, o.width) * 256.0 / 224.0));
 }
 
+// torchvision's Resize(side) + CenterCrop(height, width) as one box in source pixels: the scaled
+// image's size is truncated to whole pixels and the crop's offset rounded on that grid, as there.
 crop_box center_box(image_options const& o, image_extent src) {
   double const side = o.resize_to > 0 ? o.resize_to : default_resize_to(o);
   double const w = src.width;
   double const h = src.height;
   double const s = std::max({side / std::min(w, h), o.height / h, o.width / w});
-  double const cw = std::min(w, o.width / s);
-  double const ch = std::min(h, o.height / s);
-  return {(w - cw) / 2, (h - ch) / 2, cw, ch};
+  double const scaled_w = std::max<double>(o.width, std::floor(w * s + 1e-6));
+  double const scaled_h = std::max<double>(o.height, std::floor(h * s + 1e-6));
+  double const sx = scaled_w / w;
+  double const sy = scaled_h / h;
+  double const left = std::round((scaled_w - o.width) / 2);
+  double const top = std::round((scaled_h - o.height) / 2);
+  return {left / sx, top / sy, o.width / sx, o.height / sy};
 }
 
 // torchvision.transforms.RandomResizedCrop.get_params.
@@ -154,7 +162,9 @@ std::uint8_t saturate(double v) noexcept {
   return static_cast<std::uint8_t>(std::clamp(std::lround(v), 0L, 255L));
 }
 
-double luma(std::uint8_t const* p) noexcept { return 0.299 * p[0] + 0.587 * p[1] + 0.114 * p[2]; }
+double luma(std::uint8_t const* p) noexcept {
+  return 0.299 * p[0] + 0.587 * p[1] + 0.114 * p[2];
+}
 
 void apply_lut(std::span<std::uint8_t> image, std::array<std::uint8_t, 256> const& lut) noexcept {
   for (auto& v : image) v = lut[v];
@@ -192,9 +202,10 @@ void adjust_hue(cv::Mat& rgb, double shift) {
   thread_local cv::Mat hsv;
   cv::cvtColor(rgb, hsv, cv::COLOR_RGB2HSV_FULL);  // hue in 0..255 (a full turn)
   auto const delta = static_cast<int>(std::lround(shift * 256.0));
+  auto const cols = static_cast<std::size_t>(hsv.cols);
   for (int r = 0; r < hsv.rows; ++r) {
     auto* p = hsv.ptr<std::uint8_t>(r);
-    for (int c = 0; c < hsv.cols; ++c) {
+    for (std::size_t c = 0; c < cols; ++c) {
       p[3 * c] = static_cast<std::uint8_t>((p[3 * c] + delta + 256) & 0xFF);
     }
   }
@@ -231,11 +242,9 @@ void apply_jitter(color_jitter const& j, cv::Mat& rgb, std::span<std::uint8_t> o
                   random_stream& rng) {
   if (j.brightness <= 0 && j.contrast <= 0 && j.saturation <= 0 && j.hue <= 0) return;
   std::array<int, 4> order{0, 1, 2, 3};
-  for (int i = 3; i > 0; --i) std::swap(order[static_cast<std::size_t>(i)],
-                                        order[static_cast<std::size_t>(rng.up_to(i))]);
-  auto factor = [&](float x) {
-    return x > 0 ? rng.uniform(std::max(0.0, 1.0 - x), 1.0 + x) : 1.0;
-  };
+  for (int i = 3; i > 0; --i)
+    std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(rng.up_to(i))]);
+  auto factor = [&](float x) { return x > 0 ? rng.uniform(std::max(0.0, 1.0 - x), 1.0 + x) : 1.0; };
   double const b = factor(j.brightness);
   double const c = factor(j.contrast);
   double const s = factor(j.saturation);
@@ -278,10 +287,11 @@ std::optional<jpeg_header> parse_jpeg_header(std::span<unsigned char const> byte
     if (marker == 0xD9 || pos + 2 > n) return std::nullopt;
     std::size_t const length = be16(b + pos);
     if (length < 2 || pos + length > n) return std::nullopt;
-    bool const is_sof = marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 &&
-                        marker != 0xCC;
+    bool const is_sof =
+        marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC;
     if (is_sof && length >= 7 && !extent) {
-      extent = image_extent{static_cast<int>(be16(b + pos + 5)), static_cast<int>(be16(b + pos + 3))};
+      extent =
+          image_extent{static_cast<int>(be16(b + pos + 5)), static_cast<int>(be16(b + pos + 3))};
     }
     if (marker == 0xDA) {
       if (!extent) return std::nullopt;
@@ -356,8 +366,8 @@ image_pipeline::image_pipeline(image_options options) : options_{options} {
                   "image_options::jitter: brightness, contrast and saturation must be >= 0 (got " +
                       std::to_string(j.brightness) + ", " + std::to_string(j.contrast) + ", " +
                       std::to_string(j.saturation) + ")");
-  GPUFEED_EXPECTS(j.hue >= 0 && j.hue <= 0.5F, "image_options::jitter.hue is " +
-                                                   std::to_string(j.hue) + "; allowed 0 .. 0.5");
+  GPUFEED_EXPECTS(j.hue >= 0 && j.hue <= 0.5F,
+                  "image_options::jitter.hue is " + std::to_string(j.hue) + "; allowed 0 .. 0.5");
 }
 
 std::vector<std::int64_t> image_pipeline::shape() const {
@@ -398,8 +408,8 @@ void image_pipeline::transform(std::span<unsigned char const> encoded, std::stri
     int reduction = 1;
     cv::Mat decoded;
     auto plan = [&] {
-      box = o.resize == resize_mode::center_crop ? center_box(o, source)
-                                                 : random_box(o, source, rng);
+      box =
+          o.resize == resize_mode::center_crop ? center_box(o, source) : random_box(o, source, rng);
     };
     if (known) {
       plan();
@@ -410,7 +420,8 @@ void image_pipeline::transform(std::span<unsigned char const> encoded, std::stri
       throw file_error(name, "cannot decode the image (corrupt, truncated or not an image)");
     }
     if (decoded.type() != CV_8UC3) {
-      throw file_error(name, "decoded to an unexpected pixel type " + std::to_string(decoded.type()));
+      throw file_error(name,
+                       "decoded to an unexpected pixel type " + std::to_string(decoded.type()));
     }
     if (!known) {
       source = {decoded.cols, decoded.rows};

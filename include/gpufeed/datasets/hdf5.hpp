@@ -5,9 +5,9 @@
 /// @code
 /// // /images: N x 64 x 64 x 3 uint8 (chunked, gzip), /labels: N int64
 /// auto data = std::make_shared<gpufeed::hdf5_dataset>(
-///     "train.h5", gpufeed::hdf5_options{.fields = {"images", "labels"}, .cache_chunks = 4});
+///     "train.h5", gpufeed::hdf5_options{.fields = {"images", "labels"}, .cache_chunks = 8});
 /// gpufeed::loader_options opts{.batch_size = 256, .workers = 8, .shuffle = true,
-///                              .chunk_window = 4};  // chunk-aware shuffle; <= cache_chunks
+///                              .chunk_window = 4};  // chunk-aware shuffle; cache_chunks >= 2x
 /// gpufeed::loader loader{data, opts};
 /// @endcode
 ///
@@ -30,11 +30,13 @@ struct hdf5_options {
   /// or "/group/labels"; the field is named after the path without its leading '/'). Empty: every
   /// top-level dataset whose first dimension is the sample count (the first dimension shared by
   /// the most top-level datasets), in name order.
-  std::vector<std::string> fields;
-  /// Decompressed chunks each worker keeps per field (least recently used goes first). Set it to
-  /// at least `loader_options::chunk_window` so that a chunk-aware shuffle decompresses each
-  /// chunk once per epoch. At least 1.
-  std::size_t cache_chunks = 4;
+  std::vector<std::string> fields{};
+  /// Decompressed chunks kept per field, shared by all workers (least recently used goes first;
+  /// the first worker that needs a chunk decodes it, the others wait for it rather than decode it
+  /// again). Set it to at least `loader_options::chunk_window`, better twice that (prefetching
+  /// workers read from the next window while the consumer finishes the current one), so that a
+  /// chunk-aware shuffle decompresses each chunk once per epoch. At least 1.
+  std::size_t cache_chunks = 8;
   /// Read every field through `H5Dread` (serialized on one lock) instead of `pread`: for
   /// comparisons and as an escape hatch.
   bool force_h5dread = false;
@@ -59,8 +61,9 @@ enum class hdf5_read_path : std::uint8_t {
 /// build's global lock. Other layouts and filters fall back to `H5Dread` (see `read_path`).
 ///
 /// Thread-safety: `read` may be called concurrently. Each worker (`read_context::worker`) has its
-/// own buffers and chunk cache, created on its first read and guarded by its own (uncontended)
-/// mutex. The file must not be modified while it is open.
+/// own read and decompression buffers, created on its first read and guarded by their own
+/// (uncontended) mutex; the decoded chunks are shared by all workers (a short lock to look a
+/// chunk up; decompression runs outside it). The file must not be modified while it is open.
 class hdf5_dataset final : public dataset {
  public:
   /// @brief Opens `path` and checks its fields.

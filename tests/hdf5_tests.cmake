@@ -1,0 +1,14 @@
+# The HDF5 dataset's suite: writes its own fixtures through the HDF5 C API (and zlib, to test the
+# inflate step on its own).
+gpufeed_add_suite(hdf5)
+target_link_libraries(hdf5_test PRIVATE HDF5::HDF5 ZLIB::ZLIB)
+
+# libFuzzer target for opening and reading HDF5 files (clang only; not a CTest test: scripts/test
+# runs it for a fixed number of runs in build-fuzz/, where the whole tree is instrumented).
+if(CMAKE_CXX_COMPILER_ID MATCHES "Clang" AND NOT GPUFEED_SANITIZE STREQUAL "thread")
+  add_executable(hdf5_open_fuzz fuzz/hdf5_open_fuzz.cpp)
+  target_compile_options(hdf5_open_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_link_options(hdf5_open_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_link_libraries(hdf5_open_fuzz PRIVATE gpufeed::gpufeed HDF5::HDF5)
+  gpufeed_set_warnings(hdf5_open_fuzz)
+endif()

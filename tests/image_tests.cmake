@@ -1,0 +1,19 @@
+# The image datasets' suite (image_folder, file_list and their shared decode pipeline). Included
+# from tests/CMakeLists.txt when GPUFEED_WITH_OPENCV is ON; the fixtures are written with OpenCV.
+gpufeed_add_suite(image_folder)
+target_link_libraries(image_folder_test PRIVATE opencv_core opencv_imgcodecs opencv_imgproc)
+
+# libFuzzer target for the decode pipeline (clang only; not a CTest test: scripts/test runs it for
+# a bounded time). The pipeline's sources are compiled into it so that libFuzzer sees their
+# coverage; ThreadSanitizer builds skip it (it brings its own AddressSanitizer).
+if(CMAKE_CXX_COMPILER_ID MATCHES "Clang" AND NOT GPUFEED_SANITIZE STREQUAL "thread")
+  add_executable(image_decode_fuzz fuzz/image_decode_fuzz.cpp
+                 ${PROJECT_SOURCE_DIR}/src/datasets/image_pipeline.cpp
+                 ${PROJECT_SOURCE_DIR}/src/error.cpp)
+  target_include_directories(image_decode_fuzz PRIVATE ${PROJECT_SOURCE_DIR}/include)
+  target_compile_features(image_decode_fuzz PRIVATE cxx_std_20)
+  target_compile_options(image_decode_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_link_options(image_decode_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_link_libraries(image_decode_fuzz PRIVATE opencv_core opencv_imgcodecs opencv_imgproc)
+  gpufeed_set_warnings(image_decode_fuzz)
+endif()
