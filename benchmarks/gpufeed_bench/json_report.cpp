@@ -36,6 +36,7 @@ json to_json(bench_result const& result) {
           {"ratio", or_null(result.ratio)},
           {"peak_rss_bytes", or_null(result.peak_rss_bytes)},
           {"pinned_bytes", or_null(result.pinned_bytes)},
+          {"skipped", or_null(result.skipped)},
           {"details", result.details}};
 }
 

@@ -5,6 +5,7 @@
 #include <exception>
 #include <iostream>
 
+#include "compare.hpp"
 #include "gpufeed/version.hpp"
 #include "json_report.hpp"
 #include "machine_info.hpp"
@@ -23,8 +24,10 @@ int main(int argc, char** argv) {
 
   bench::overhead_config overhead = bench::default_overhead_config();
   bench::memcpy_config memcpy = bench::default_memcpy_config();
+  bench::compare_config compare = bench::default_compare_config();
   CLI::App* const overhead_command = bench::add_overhead_command(app, overhead);
   CLI::App* const memcpy_command = bench::add_memcpy_command(app, memcpy);
+  CLI::App* const compare_command = bench::add_compare_command(app, compare);
 
   try {
     app.parse(argc, argv);
@@ -43,6 +46,9 @@ int main(int argc, char** argv) {
     } else if (memcpy_command->parsed()) {
       rep = bench::run_memcpy(memcpy, std::cout);
       json_path = memcpy.common.json_path;
+    } else if (compare_command->parsed()) {
+      rep = bench::run_compare(compare, std::cout);
+      json_path = compare.common.json_path;
     }
     rep.machine = machine;
     bench::print_report(rep, std::cout);

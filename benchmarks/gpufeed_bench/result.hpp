@@ -22,6 +22,7 @@ struct bench_result {
   std::optional<double> ratio;                  ///< bytes_per_s / memcpy_bytes_per_s
   std::optional<std::uint64_t> peak_rss_bytes;  ///< process VmHWM after the run
   std::optional<std::uint64_t> pinned_bytes;    ///< page-locked memory the loader held
+  std::optional<std::uint64_t> skipped;         ///< samples skipped (--on-error skip)
   json details = json::object();                ///< subcommand-specific figures
 };
 
