@@ -32,7 +32,7 @@ gpufeed::loader_options gpufeed_options(compare_config const& config) {
   gpufeed::loader_options options = to_loader_options(config.common);
   options.seed = config.seed;
   options.shuffle = config.order != "sequential";
-  options.chunk_window = config.order == "chunk-aware" ? 4 : 0;
+  options.chunk_window = config.order == "chunk-aware" ? config.chunk_window : 0;
   options.on_error =
       config.on_error == "skip" ? gpufeed::error_policy::skip : gpufeed::error_policy::raise;
   return options;
@@ -100,9 +100,15 @@ CLI::App* add_compare_command(CLI::App& app, compare_config& config) {
       ->capture_default_str();
   command
       ->add_option("--order", config.order,
-                   "gpufeed's order: shuffle, chunk-aware (shuffle with chunk_window = 4) or "
-                   "sequential; the torch peers always shuffle")
+                   "gpufeed's order: shuffle, chunk-aware (shuffle with chunk_window = "
+                   "--chunk-window) or sequential; the torch peers always shuffle")
       ->check(CLI::IsMember({"shuffle", "chunk-aware", "sequential"}))
+      ->capture_default_str();
+  command
+      ->add_option("--chunk-window", config.chunk_window,
+                   "Chunks drawn from together by --order chunk-aware (loader_options::"
+                   "chunk_window); the HDF5 chunk cache holds twice as many")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1024}))
       ->capture_default_str();
   command
       ->add_option("--on-error", config.on_error,
@@ -173,7 +179,7 @@ report run_compare(compare_config const& config, std::ostream& progress) {
   knobs.cpu_cost_us = config.cpu_cost_us;
   knobs.seed = config.seed;
   knobs.image_size = config.image_size;
-  knobs.chunk_window = config.order == "chunk-aware" ? 4 : 0;
+  knobs.chunk_window = config.order == "chunk-aware" ? config.chunk_window : 0;
   auto const data = make_compare_dataset(choice, knobs);
   auto const spec = data.data->spec();
 

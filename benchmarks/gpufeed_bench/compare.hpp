@@ -23,6 +23,7 @@ struct compare_config {
   common_options common;
   std::string dataset = "synthetic";  ///< synthetic | memory | hdf5:PATH[:a,b] | images:DIR
   std::string order = "shuffle";      ///< gpufeed's order: shuffle | chunk-aware | sequential
+  std::size_t chunk_window = 4;       ///< chunks drawn from together by --order chunk-aware
   std::string on_error = "raise";     ///< raise | skip
   std::vector<std::string> peers = {"gpufeed", "torch_cpp", "torch_python"};
   std::size_t repeats = 3;
