@@ -4,16 +4,13 @@ gpufeed_add_suite(image_folder)
 target_link_libraries(image_folder_test PRIVATE opencv_core opencv_imgcodecs opencv_imgproc)
 
 # libFuzzer target for the decode pipeline (clang only; not a CTest test: scripts/test runs it for
-# a bounded time). The pipeline's sources are compiled into it so that libFuzzer sees their
-# coverage; ThreadSanitizer builds skip it (it brings its own AddressSanitizer).
+# a fixed number of runs in build-fuzz/, where the whole tree is instrumented for coverage);
+# ThreadSanitizer builds skip it (it brings its own AddressSanitizer).
 if(CMAKE_CXX_COMPILER_ID MATCHES "Clang" AND NOT GPUFEED_SANITIZE STREQUAL "thread")
-  add_executable(image_decode_fuzz fuzz/image_decode_fuzz.cpp
-                 ${PROJECT_SOURCE_DIR}/src/datasets/image_pipeline.cpp
-                 ${PROJECT_SOURCE_DIR}/src/error.cpp)
-  target_include_directories(image_decode_fuzz PRIVATE ${PROJECT_SOURCE_DIR}/include)
-  target_compile_features(image_decode_fuzz PRIVATE cxx_std_20)
+  add_executable(image_decode_fuzz fuzz/image_decode_fuzz.cpp)
   target_compile_options(image_decode_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)
   target_link_options(image_decode_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)
-  target_link_libraries(image_decode_fuzz PRIVATE opencv_core opencv_imgcodecs opencv_imgproc)
+  target_link_libraries(image_decode_fuzz PRIVATE gpufeed::gpufeed opencv_core opencv_imgcodecs
+                                                  opencv_imgproc)
   gpufeed_set_warnings(image_decode_fuzz)
 endif()

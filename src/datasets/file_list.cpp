@@ -124,16 +124,11 @@ file_list::file_list(fs::path const& csv, image_options options) : pipeline_{opt
 }
 
 sample_spec file_list::spec() const {
-  return sample_spec{}.add("image", dtype::u8, pipeline_.shape()).add("label", dtype::i64, {});
+  return detail::labelled_image_spec(pipeline_);
 }
 
 void file_list::read(std::size_t index, sample_view out, read_context const& ctx) const {
-  GPUFEED_EXPECTS(index < entries_.size(), "file_list::read: index " + std::to_string(index) +
-                                               " is past the end (" +
-                                               std::to_string(entries_.size()) + " images)");
-  auto const& entry = entries_[index];
-  pipeline_.load(entry.path, out.as<std::uint8_t>(0), ctx.seed);
-  out.as<std::int64_t>(1)[0] = entry.label;
+  detail::read_labelled_image(pipeline_, entries_, index, out, ctx, "file_list");
 }
 
 }  // namespace gpufeed

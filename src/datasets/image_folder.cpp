@@ -80,16 +80,11 @@ image_folder::image_folder(fs::path const& root, image_options options) : pipeli
 }
 
 sample_spec image_folder::spec() const {
-  return sample_spec{}.add("image", dtype::u8, pipeline_.shape()).add("label", dtype::i64, {});
+  return detail::labelled_image_spec(pipeline_);
 }
 
 void image_folder::read(std::size_t index, sample_view out, read_context const& ctx) const {
-  GPUFEED_EXPECTS(index < entries_.size(), "image_folder::read: index " + std::to_string(index) +
-                                               " is past the end (" +
-                                               std::to_string(entries_.size()) + " images)");
-  auto const& entry = entries_[index];
-  pipeline_.load(entry.path, out.as<std::uint8_t>(0), ctx.seed);
-  out.as<std::int64_t>(1)[0] = entry.label;
+  detail::read_labelled_image(pipeline_, entries_, index, out, ctx, "image_folder");
 }
 
 }  // namespace gpufeed

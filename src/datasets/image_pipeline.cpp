@@ -443,4 +443,19 @@ void image_pipeline::transform(std::span<unsigned char const> encoded, std::stri
   }
 }
 
+sample_spec labelled_image_spec(image_pipeline const& pipeline) {
+  return sample_spec{}.add("image", dtype::u8, pipeline.shape()).add("label", dtype::i64, {});
+}
+
+void read_labelled_image(image_pipeline const& pipeline, std::span<image_entry const> entries,
+                         std::size_t index, sample_view out, read_context const& ctx,
+                         char const* dataset) {
+  GPUFEED_EXPECTS(index < entries.size(), std::string{dataset} + "::read: index " +
+                                              std::to_string(index) + " is past the end (" +
+                                              std::to_string(entries.size()) + " images)");
+  auto const& entry = entries[index];
+  pipeline.load(entry.path, out.as<std::uint8_t>(0), ctx.seed);
+  out.as<std::int64_t>(1)[0] = entry.label;
+}
+
 }  // namespace gpufeed::detail

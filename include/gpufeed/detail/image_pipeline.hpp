@@ -9,7 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "gpufeed/dataset.hpp"
 #include "gpufeed/datasets/image_options.hpp"
+#include "gpufeed/sample_spec.hpp"
+#include "gpufeed/sample_view.hpp"
 
 namespace gpufeed::detail {
 
@@ -61,5 +64,16 @@ class image_pipeline {
  private:
   image_options options_;
 };
+
+/// @brief The fields of a labelled image dataset (image_folder, file_list): "image" uint8
+/// [H, W, 3] as `pipeline` makes it, and "label" int64 [].
+[[nodiscard]] sample_spec labelled_image_spec(image_pipeline const& pipeline);
+
+/// @brief The read of a labelled image dataset: entry `index` of `entries` through `pipeline`
+/// into `out`, seeded by `ctx.seed`. @throws logic_error naming `dataset` if `index` is past the
+/// end; file_error from the pipeline.
+void read_labelled_image(image_pipeline const& pipeline, std::span<image_entry const> entries,
+                         std::size_t index, sample_view out, read_context const& ctx,
+                         char const* dataset);
 
 }  // namespace gpufeed::detail
