@@ -164,8 +164,7 @@ void loader_core::worker_main(unsigned worker) {
     fill(*s, worker);
     lock.lock();
     if (--s->attached == 0 && s->status == slot::state::free) {
-      wake_one_worker_locked();  // a discarded slot just became reusable
-      if (std::exchange(wake_pending_, false)) {
+      if (slot_freed_locked()) {  // a discarded slot just became reusable
         work_cv_.notify_one();
       }
     }
@@ -199,11 +198,9 @@ void loader_core::spin_for_work(std::unique_lock<std::mutex>& lock) {
   }
 }
 
-void loader_core::wake_one_worker_locked() {
+bool loader_core::slot_freed_locked() {
   ring_events_.fetch_add(1, std::memory_order_release);
-  if (spinning_workers_ == 0 && parked_workers_ > 0) {
-    wake_pending_ = true;  // notified after the lock is released
-  }
+  return spinning_workers_ == 0 && parked_workers_ > 0;
 }
 
 slot* loader_core::find_work_locked() {
@@ -419,8 +416,7 @@ std::optional<batch> loader_core::next() {
     auto error = std::exchange(s->error, nullptr);
     s->status = slot::state::free;
     ++failed_batches_;
-    wake_one_worker_locked();
-    bool const wake = std::exchange(wake_pending_, false);
+    bool const wake = slot_freed_locked();
     lock.unlock();
     if (wake) {
       work_cv_.notify_one();
@@ -488,8 +484,7 @@ void loader_core::release(slot* s) noexcept {
   {
     std::lock_guard const lock{mutex_};
     s->status = slot::state::free;
-    wake_one_worker_locked();
-    wake = std::exchange(wake_pending_, false);
+    wake = slot_freed_locked();
   }
   // One worker is enough: it takes the slot and wakes others to help fill it.
   if (wake) {

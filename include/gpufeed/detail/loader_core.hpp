@@ -81,8 +81,9 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
 
   void worker_main(unsigned worker);
   void spin_for_work(std::unique_lock<std::mutex>& lock);
-  /// Records that a slot became free; marks wake_pending_ when a parked worker must be woken.
-  void wake_one_worker_locked();
+  /// Records that a slot became free. Returns whether a parked worker must be woken (with
+  /// notify_one, once the lock is released): true only when no worker is polling.
+  [[nodiscard]] bool slot_freed_locked();
   void fill(slot& s, unsigned worker);
   void read_one(slot& s, std::size_t position, unsigned worker);
   void finish_contents(slot& s);
@@ -105,7 +106,6 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   bool stopping_ = false;
   unsigned parked_workers_ = 0;                // workers blocked on work_cv_
   unsigned spinning_workers_ = 0;              // workers polling ring_events_ before they park
-  bool wake_pending_ = false;                  // a notify_one is owed once the lock is released
   std::atomic<std::uint64_t> ring_events_{0};  // bumped when work appears or a slot frees up
   bool consumer_waiting_ = false;              // next() blocked on ready_cv_
   std::atomic<bool> stop_flag_{false};         // mirrors stopping_ for reads polling it
