@@ -48,15 +48,27 @@ std::size_t batch::fields() const noexcept {
   return slot_ ? core_->layout().spec().size() : 0;
 }
 
-tensor_view batch::field(std::size_t f) const {
+tensor_view batch::host_field(std::size_t f) const {
   GPUFEED_EXPECTS(slot_ != nullptr, "this batch is empty (moved from or released)");
   auto const& layout = core_->layout();
   GPUFEED_EXPECTS(f < layout.spec().size(), "field " + std::to_string(f) +
                                                 " does not exist; the batch has " +
                                                 std::to_string(layout.spec().size()) + " fields");
   auto const& fld = layout.spec()[f];
-  return tensor_view{fld.name,         fld.type,  layout.locate(slot_->memory.get(), f, 0),
+  return tensor_view{fld.name,         fld.type,  layout.locate(slot_->memory, f, 0),
                      slot_->delivered, fld.shape, -1};
+}
+
+tensor_view batch::field(std::size_t f) const {
+  auto const* stage = slot_ != nullptr ? core_->stage() : nullptr;
+  if (stage == nullptr) {
+    return host_field(f);
+  }
+  auto const host = host_field(f);  // checks f
+  auto const& out = stage->layout().field(f);
+  return tensor_view{
+      host.name(),      out.type,  stage->device_memory(slot_->id) + out.device_offset,
+      slot_->delivered, out.shape, stage->device()};
 }
 
 tensor_view batch::field(std::string_view name) const {

@@ -53,6 +53,9 @@ std::uint64_t loader::epoch() const {
 std::optional<batch> loader::next() {
   return core_->next();
 }
+std::optional<batch> loader::next(stream_view consumer) {
+  return core_->next(consumer);
+}
 std::size_t loader::batches_per_epoch() const noexcept {
   return core_->plan().batches();
 }

@@ -40,6 +40,9 @@ loader_options resolve_distributed(loader_options options) {
   if (!options.world_size) {
     options.world_size = from_environment("WORLD_SIZE").value_or(1);
   }
+  if (options.target == placement::cuda && !options.device) {
+    options.device = static_cast<int>(from_environment("LOCAL_RANK").value_or(0));
+  }
   return options;
 }
 
@@ -60,6 +63,17 @@ void validate(loader_options const& o) {
   GPUFEED_EXPECTS(o.stall_warning.count() > 0,
                   "loader_options::stall_warning = " + std::to_string(o.stall_warning.count()) +
                       " ms must be positive");
+  if (o.device) {
+    expect_range<int>("device", *o.device, 0, 1023, " (a CUDA device ordinal)");
+  }
+  if (o.pinned_budget) {
+    GPUFEED_EXPECTS(*o.pinned_budget > 0,
+                    "loader_options::pinned_budget = 0 leaves no room for the ring; leave it unset "
+                    "for the default, or use staging = staging_memory::pageable to pin nothing");
+  }
+  GPUFEED_EXPECTS(o.transforms.empty() || o.target == placement::cuda,
+                  "loader_options::transforms run on the GPU after the copy; set target = "
+                  "placement::cuda, or convert in dataset::read on the host path");
   if (o.world_size) {
     expect_range<unsigned>("world_size", *o.world_size, 1, 1u << 20);
     if (o.rank) {

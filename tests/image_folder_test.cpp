@@ -1,10 +1,12 @@
 // The image datasets: image_folder (torchvision's ImageFolder layout), file_list (CSV) and the
-// decode + transform pipeline they share. Fixtures are written by the tests with OpenCV.
+// decode + transform pipeline they share. Fixtures are written by the tests with OpenCV, except
+// two tiny CMYK and YCCK JPEGs (OpenCV cannot write those), embedded below.
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -74,6 +76,74 @@ double mean_abs_diff(pixels const& a, pixels const& b) {
   for (std::size_t i = 0; i < a.size(); ++i) sum += std::abs(int{a[i]} - int{b[i]});
   return a.empty() ? 0 : sum / static_cast<double>(a.size());
 }
+
+// A BGR picture of hashed noise: JPEG compresses it poorly, so its scan is long.
+cv::Mat make_noise(int width, int height) {
+  cv::Mat image(height, width, CV_8UC3);
+  for (int y = 0; y < height; ++y) {
+    for (int x = 0; x < width; ++x) {
+      for (int c = 0; c < 3; ++c) {
+        auto v = static_cast<std::uint32_t>(x) * 73856093U ^
+                 static_cast<std::uint32_t>(y) * 19349663U ^
+                 static_cast<std::uint32_t>(c) * 83492791U;
+        v = (v ^ (v >> 13U)) * 0x5bd1e995U;
+        image.at<cv::Vec3b>(y, x)[c] = static_cast<std::uint8_t>(v ^ (v >> 15U));
+      }
+    }
+  }
+  return image;
+}
+
+// [begin, end) of a JPEG's entropy-coded data: after the first SOS segment, before the final EOI.
+std::pair<std::size_t, std::size_t> scan_data(std::vector<unsigned char> const& jpeg) {
+  for (std::size_t i = 2; i + 3 < jpeg.size(); ++i) {
+    if (jpeg[i] == 0xFF && jpeg[i + 1] == 0xDA) {
+      return {i + 2 + ((std::size_t{jpeg[i + 2]} << 8U) | jpeg[i + 3]), jpeg.size() - 2};
+    }
+  }
+  return {0, 0};
+}
+
+// A 16 x 16 CMYK JPEG, written once with libjpeg (OpenCV cannot write CMYK), with an Adobe marker
+// and inverted inks as Adobe's software writes them. Quadrants: cyan, magenta / yellow, 50 % black.
+constexpr auto cmyk_jpeg = std::to_array<unsigned char>(
+    {0xFF, 0xD8, 0xFF, 0xEE, 0x00, 0x0E, 0x41, 0x64, 0x6F, 0x62, 0x65, 0x00, 0x64, 0x00, 0x00, 0x00,
+     0x00, 0x00, 0xFF, 0xDB, 0x00, 0x43, 0x00, 0x02, 0x01, 0x01, 0x01, 0x01, 0x01, 0x02, 0x01, 0x01,
+     0x01, 0x02, 0x02, 0x02, 0x02, 0x02, 0x04, 0x03, 0x02, 0x02, 0x02, 0x02, 0x05, 0x04, 0x04, 0x03,
+     0x04, 0x06, 0x05, 0x06, 0x06, 0x06, 0x05, 0x06, 0x06, 0x06, 0x07, 0x09, 0x08, 0x06, 0x07, 0x09,
+     0x07, 0x06, 0x06, 0x08, 0x0B, 0x08, 0x09, 0x0A, 0x0A, 0x0A, 0x0A, 0x0A, 0x06, 0x08, 0x0B, 0x0C,
+     0x0B, 0x0A, 0x0C, 0x09, 0x0A, 0x0A, 0x0A, 0xFF, 0xC0, 0x00, 0x14, 0x08, 0x00, 0x10, 0x00, 0x10,
+     0x04, 0x43, 0x11, 0x00, 0x4D, 0x11, 0x00, 0x59, 0x11, 0x00, 0x4B, 0x11, 0x00, 0xFF, 0xC4, 0x00,
+     0x16, 0x00, 0x01, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+     0x00, 0x00, 0x0A, 0x00, 0x09, 0xFF, 0xC4, 0x00, 0x14, 0x10, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00,
+     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xFF, 0xDA, 0x00, 0x0E, 0x04,
+     0x43, 0x00, 0x4D, 0x00, 0x59, 0x00, 0x4B, 0x00, 0x00, 0x3F, 0x00, 0x3F, 0xED, 0xFC, 0x6F, 0xE3,
+     0x7F, 0x0F, 0xF0, 0x00, 0xD2, 0x47, 0xF8, 0x00, 0x69, 0x23, 0xFC, 0x1F, 0xF7, 0xFF, 0xD9});
+// The same picture stored as YCCK (Adobe transform 2).
+constexpr auto ycck_jpeg = std::to_array<unsigned char>(
+    {0xFF, 0xD8, 0xFF, 0xEE, 0x00, 0x0E, 0x41, 0x64, 0x6F, 0x62, 0x65, 0x00, 0x64, 0x00, 0x00, 0x00,
+     0x00, 0x02, 0xFF, 0xDB, 0x00, 0x43, 0x00, 0x02, 0x01, 0x01, 0x01, 0x01, 0x01, 0x02, 0x01, 0x01,
+     0x01, 0x02, 0x02, 0x02, 0x02, 0x02, 0x04, 0x03, 0x02, 0x02, 0x02, 0x02, 0x05, 0x04, 0x04, 0x03,
+     0x04, 0x06, 0x05, 0x06, 0x06, 0x06, 0x05, 0x06, 0x06, 0x06, 0x07, 0x09, 0x08, 0x06, 0x07, 0x09,
+     0x07, 0x06, 0x06, 0x08, 0x0B, 0x08, 0x09, 0x0A, 0x0A, 0x0A, 0x0A, 0x0A, 0x06, 0x08, 0x0B, 0x0C,
+     0x0B, 0x0A, 0x0C, 0x09, 0x0A, 0x0A, 0x0A, 0xFF, 0xDB, 0x00, 0x43, 0x01, 0x02, 0x02, 0x02, 0x02,
+     0x02, 0x02, 0x05, 0x03, 0x03, 0x05, 0x0A, 0x07, 0x06, 0x07, 0x0A, 0x0A, 0x0A, 0x0A, 0x0A, 0x0A,
+     0x0A, 0x0A, 0x0A, 0x0A, 0x0A, 0x0A, 0x0A, 0x0A, 0x0A, 0x0A, 0x0A, 0x0A, 0x0A, 0x0A, 0x0A, 0x0A,
+     0x0A, 0x0A, 0x0A, 0x0A, 0x0A, 0x0A, 0x0A, 0x0A, 0x0A, 0x0A, 0x0A, 0x0A, 0x0A, 0x0A, 0x0A, 0x0A,
+     0x0A, 0x0A, 0x0A, 0x0A, 0x0A, 0x0A, 0x0A, 0x0A, 0x0A, 0x0A, 0x0A, 0x0A, 0xFF, 0xC0, 0x00, 0x14,
+     0x08, 0x00, 0x10, 0x00, 0x10, 0x04, 0x01, 0x22, 0x00, 0x02, 0x11, 0x01, 0x03, 0x11, 0x01, 0x04,
+     0x22, 0x00, 0xFF, 0xC4, 0x00, 0x18, 0x00, 0x00, 0x02, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x09, 0x07, 0x08, 0x0A, 0xFF, 0xC4, 0x00, 0x14,
+     0x10, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+     0x00, 0x00, 0xFF, 0xC4, 0x00, 0x15, 0x01, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0xFF, 0xC4, 0x00, 0x28, 0x11, 0x00, 0x01,
+     0x02, 0x03, 0x04, 0x0B, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x12, 0x11,
+     0x13, 0x08, 0x14, 0x15, 0x02, 0x04, 0x42, 0x61, 0x06, 0x17, 0x18, 0x21, 0x22, 0x23, 0x26, 0x41,
+     0x44, 0x62, 0x64, 0xFF, 0xDA, 0x00, 0x0E, 0x04, 0x01, 0x00, 0x02, 0x11, 0x03, 0x11, 0x04, 0x00,
+     0x00, 0x3F, 0x00, 0xA5, 0xE6, 0x50, 0x43, 0x68, 0x2C, 0x89, 0x88, 0x19, 0xD5, 0xC5, 0x2B, 0xA8,
+     0x1F, 0x7D, 0xFF, 0x00, 0x10, 0x04, 0x19, 0xFA, 0x6D, 0xAA, 0x9E, 0x48, 0x9D, 0xD7, 0x74, 0x8C,
+     0x1D, 0x25, 0xDB, 0x46, 0x89, 0xCA, 0xA5, 0x52, 0xA6, 0x71, 0x4D, 0x3B, 0x35, 0x2F, 0x95, 0xDC,
+     0x02, 0x5F, 0xDC, 0x8F, 0x08, 0xF1, 0x3F, 0xC0, 0x19, 0xFF, 0x00, 0x7F, 0xFF, 0xD9});
 
 // root/{cat,ant,bird}/: 8 images each, alternating 64x48 JPEG and 40x80 PNG, one with an
 // upper-case extension, one in a sub-folder, plus files that are not images.
@@ -253,15 +323,65 @@ TEST_F(image_folder_test, CenterCropEqualsOpenCvReference) {
 TEST_F(image_folder_test, DecodesByContentNotExtension) {
   auto const dir = scratch() / "content" / "c";
   auto const picture = make_picture(40, 30, 9);
+  auto const jpeg = encode(picture, ".jpg");
   write_bytes(dir / "real.png", encode(picture, ".png"));
   write_bytes(dir / "png-named.jpg", encode(picture, ".png"));
+  write_bytes(dir / "jpeg-named.png", jpeg);
   gpufeed::image_folder d{dir.parent_path(),
                           image_options{.height = 30, .width = 40, .resize_to = 30}};
-  ASSERT_EQ(d.size(), 2U);
-  auto const a = read_one(d, 0);  // png-named.jpg
-  auto const b = read_one(d, 1);  // real.png
+  ASSERT_EQ(d.size(), 3U);
+  auto const a = read_one(d, 1);  // png-named.jpg
+  auto const b = read_one(d, 2);  // real.png
   EXPECT_EQ(a.image, b.image);
   EXPECT_EQ(a.image, rgb_bytes(picture));  // same size: a plain copy, RGB
+  EXPECT_EQ(read_one(d, 0).image, rgb_bytes(cv::imdecode(jpeg, cv::IMREAD_COLOR)));
+}
+
+// Grey, CMYK and YCCK JPEGs become RGB as cv::imdecode makes them (CMYK within a grey level or
+// two: the conversion rounds where OpenCV's shifts).
+TEST_F(image_folder_test, GreyCmykAndYcckJpegsDecode) {
+  auto const dir = scratch() / "colour-spaces" / "c";
+  cv::Mat grey;
+  cv::cvtColor(make_picture(40, 30, 4), grey, cv::COLOR_BGR2GRAY);
+  auto const grey_jpeg = encode(grey, ".jpg");
+  write_bytes(dir / "cmyk.jpg", {cmyk_jpeg.begin(), cmyk_jpeg.end()});
+  write_bytes(dir / "grey.jpg", grey_jpeg);
+  write_bytes(dir / "ycck.jpg", {ycck_jpeg.begin(), ycck_jpeg.end()});
+
+  gpufeed::image_folder g{dir.parent_path(),
+                          image_options{.height = 30, .width = 40, .resize_to = 30}};
+  auto const grey_rgb = read_one(g, 1).image;
+  EXPECT_EQ(grey_rgb, rgb_bytes(cv::imdecode(grey_jpeg, cv::IMREAD_COLOR)));
+  for (std::size_t i = 0; i + 2 < grey_rgb.size(); i += 3) {
+    ASSERT_TRUE(grey_rgb[i] == grey_rgb[i + 1] && grey_rgb[i] == grey_rgb[i + 2])
+        << "pixel " << i / 3;
+  }
+
+  gpufeed::image_folder d{dir.parent_path(),
+                          image_options{.height = 16, .width = 16, .resize_to = 16}};
+  struct quadrant {
+    int x;
+    int y;
+    std::array<int, 3> rgb;
+  };
+  std::array<quadrant, 4> const quadrants{{{4, 4, {0, 255, 255}},        // cyan
+                                           {12, 4, {255, 0, 255}},       // magenta
+                                           {4, 12, {255, 255, 0}},       // yellow
+                                           {12, 12, {127, 127, 127}}}};  // 50 % black
+  for (std::size_t index : {0U, 2U}) {
+    auto const& bytes = index == 0 ? std::vector<unsigned char>(cmyk_jpeg.begin(), cmyk_jpeg.end())
+                                   : std::vector<unsigned char>(ycck_jpeg.begin(), ycck_jpeg.end());
+    auto const got = read_one(d, index).image;
+    ASSERT_EQ(got.size(), 16U * 16U * 3U);
+    EXPECT_LT(mean_abs_diff(got, rgb_bytes(cv::imdecode(bytes, cv::IMREAD_COLOR))), 1.5) << index;
+    for (auto const& q : quadrants) {
+      for (std::size_t c = 0; c < 3; ++c) {
+        int const v =
+            got[(static_cast<std::size_t>(q.y) * 16U + static_cast<std::size_t>(q.x)) * 3U + c];
+        EXPECT_NEAR(v, q.rgb[c], 6) << "image " << index << " at " << q.x << "," << q.y;
+      }
+    }
+  }
 }
 
 // Collects every sample of epochs 0 and 1 through a shuffled loader with `workers` workers.
@@ -357,6 +477,113 @@ TEST_F(image_folder_test, ReducedDecodingIsCloseToFullDecoding) {
   }
 }
 
+// At 1/2, 1/4 and 1/8 the pixels are exactly cv::imdecode's IMREAD_REDUCED_COLOR_* (the same
+// libjpeg scaling), and without reduction exactly a full decode shrunk with INTER_AREA.
+TEST_F(image_folder_test, ReducedDecodingGivesOpenCvPixels) {
+  auto const dir = scratch() / "reduced-exact" / "c";
+  auto const jpeg = encode(make_noise(512, 384), ".jpg");
+  write_bytes(dir / "big.jpg", jpeg);
+  for (auto [factor, flag] :
+       {std::pair{2, cv::IMREAD_REDUCED_COLOR_2}, std::pair{4, cv::IMREAD_REDUCED_COLOR_4},
+        std::pair{8, cv::IMREAD_REDUCED_COLOR_8}}) {
+    int const w = 512 / factor;
+    int const h = 384 / factor;
+    // The crop is the whole image and the output its 1/factor size: the decode alone shrinks it.
+    image_options o{.height = h, .width = w, .resize_to = h};
+    gpufeed::image_folder reduced{dir.parent_path(), o};
+    cv::Mat const want = cv::imdecode(jpeg, flag | cv::IMREAD_IGNORE_ORIENTATION);
+    ASSERT_EQ(want.cols, w);
+    EXPECT_EQ(read_one(reduced, 0).image, rgb_bytes(want)) << "1/" << factor;
+
+    o.reduced_decoding = false;
+    gpufeed::image_folder full{dir.parent_path(), o};
+    cv::Mat shrunk;
+    cv::resize(cv::imdecode(jpeg, cv::IMREAD_COLOR), shrunk, cv::Size{w, h}, 0, 0, cv::INTER_AREA);
+    EXPECT_EQ(read_one(full, 0).image, rgb_bytes(shrunk)) << "1/" << factor << " by resizing";
+  }
+}
+
+// A complete JPEG whose entropy-coded data is damaged: cv::imdecode decodes it into a garbled
+// picture with only a libjpeg warning on stderr; gpufeed's decode makes it an error naming the
+// file, at full and at reduced size.
+TEST_F(image_folder_test, DamagedScanDataIsAnError) {
+  auto const dir = scratch() / "damaged";
+  auto const good = encode(make_noise(320, 240), ".jpg");
+  auto const [begin, end] = scan_data(good);
+  ASSERT_GT(end, begin + 10000U) << "the fixture's scan should be long";
+  std::size_t const middle = (begin + end) / 2;
+  auto restart_markers = good;  // RST3 where no restart belongs: "premature end of data segment"
+  for (std::size_t i = 0; i < 16; i += 2) {
+    restart_markers[middle + i] = 0xFF;
+    restart_markers[middle + i + 1] = 0xD3;
+  }
+  auto zeroed = good;  // the decoder loses step: "extraneous bytes before marker 0xd9"
+  std::fill_n(zeroed.begin() + static_cast<std::ptrdiff_t>(middle), 16, 0);
+  for (auto const* damaged : {&restart_markers, &zeroed}) {  // what the old decode did
+    auto const header = gpufeed::detail::parse_jpeg_header(*damaged);
+    ASSERT_TRUE(header.has_value() && header->complete);
+    ASSERT_FALSE(cv::imdecode(*damaged, cv::IMREAD_COLOR).empty());
+  }
+  write_bytes(dir / "good.jpg", good);
+  write_bytes(dir / "restart-markers.jpg", restart_markers);
+  write_bytes(dir / "zeroed.jpg", zeroed);
+  std::vector<std::string> const names{"good.jpg", "restart-markers.jpg", "zeroed.jpg"};
+  auto const csv = dir / "list.csv";
+  {
+    std::ofstream out{csv};
+    for (std::size_t i = 0; i < names.size(); ++i) out << names[i] << ',' << i << '\n';
+  }
+  for (bool reduced : {true, false}) {  // 16 x 16 from 320 x 240 decodes at 1/8
+    gpufeed::file_list d{csv,
+                         image_options{.height = 16, .width = 16, .reduced_decoding = reduced}};
+    EXPECT_EQ(read_one(d, 0).label, 0);
+    for (std::size_t i = 1; i < names.size(); ++i) {
+      try {
+        (void)read_one(d, i);
+        ADD_FAILURE() << names[i] << " was decoded (reduced: " << reduced << ")";
+      } catch (gpufeed::file_error const& e) {
+        EXPECT_EQ(e.path(), (dir / names[i]).string());
+        EXPECT_NE(std::string{e.what()}.find("corrupt JPEG"), std::string::npos) << e.what();
+      }
+    }
+  }
+
+  auto const d =
+      std::make_shared<gpufeed::file_list>(csv, image_options{.height = 16, .width = 16});
+  {  // raise: a sample_error with the file and the index
+    gpufeed::loader l{d, gpufeed::loader_options{.batch_size = 1, .workers = 2}};
+    std::set<std::size_t> failed;
+    std::size_t delivered = 0;
+    for (std::size_t s = 0; s < names.size(); ++s) {
+      try {
+        auto b = l.next();
+        ASSERT_TRUE(b.has_value());
+        EXPECT_EQ(b->indices()[0], 0U);
+        ++delivered;
+      } catch (gpufeed::sample_error const& e) {
+        EXPECT_EQ(e.file(), (dir / names[e.index()]).string()) << e.what();
+        failed.insert(e.index());
+      }
+    }
+    EXPECT_FALSE(l.next().has_value());
+    EXPECT_EQ(delivered, 1U);
+    EXPECT_EQ(failed, (std::set<std::size_t>{1, 2}));
+  }
+  {  // skip: both counted and listed
+    gpufeed::loader l{d,
+                      gpufeed::loader_options{
+                          .batch_size = 3, .workers = 2, .on_error = gpufeed::error_policy::skip}};
+    std::size_t samples = 0;
+    while (auto b = l.next()) samples += b->size();
+    EXPECT_EQ(samples, 1U);
+    auto const s = l.snapshot();
+    EXPECT_EQ(s.skipped, 2U);
+    std::vector<std::size_t> listed = s.skipped_indices;
+    std::sort(listed.begin(), listed.end());
+    EXPECT_EQ(listed, (std::vector<std::size_t>{1, 2}));
+  }
+}
+
 // Each bad file gives a sample_error naming it through the loader, and under error_policy::skip
 // the epoch completes with every bad sample counted and listed.
 TEST_F(image_folder_test, BadInputsNameTheFile) {
@@ -385,11 +612,12 @@ TEST_F(image_folder_test, BadInputsNameTheFile) {
   write_bytes(dir / "garbage.jpg", garbage_jpeg);
   write_bytes(dir / "garbage.png", garbage);
   write_bytes(dir / "truncated.png", png_cut);
+  write_bytes(dir / "bitmap.jpg", encode(make_picture(64, 48, 3), ".bmp"));  // neither codec
   write_bytes(dir / "vanished.jpg", good_jpeg);
   fs::create_directories(dir / "directory.jpg");
   std::vector<std::string> const names{
-      "good.jpg",    "empty.jpg",     "truncated.jpg", "short.jpg",     "garbage.jpg",
-      "garbage.png", "truncated.png", "vanished.jpg",  "directory.jpg", "missing.png"};
+      "good.jpg",      "empty.jpg",    "truncated.jpg", "short.jpg",   "garbage.jpg", "garbage.png",
+      "truncated.png", "vanished.jpg", "directory.jpg", "missing.png", "bitmap.jpg"};
   auto const csv = dir / "list.csv";
   {
     std::ofstream out{csv};

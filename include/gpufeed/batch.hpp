@@ -21,8 +21,10 @@ struct slot;
 /// @brief One batch, owned by the caller until it is destroyed or `release()`d.
 ///
 /// While a batch is alive its slot is never refilled. Destroying it gives the slot back to the
-/// loader. A batch may outlive its loader: the slot's memory stays valid until the batch goes.
-/// Not thread-safe: use one batch from one thread at a time.
+/// loader; on the CUDA path that records an event on the stream the batch was handed to, and the
+/// slot's next copy waits for it, so work already queued on that stream may still read the
+/// batch's device memory safely. A batch may outlive its loader: the slot's memory stays valid
+/// until the batch goes. Not thread-safe: use one batch from one thread at a time.
 class batch {
  public:
   batch() = default;
@@ -48,10 +50,18 @@ class batch {
   [[nodiscard]] step_info step() const noexcept;
   /// @brief Number of fields.
   [[nodiscard]] std::size_t fields() const noexcept;
-  /// @brief Field `f` as a tensor of shape [size(), field dims...].
+  /// @brief Field `f` as a tensor of shape [size(), field dims...]: in device memory on the
+  /// CUDA path (after its transform, if one was asked for: dtype and layout are the
+  /// transform's), in host memory otherwise.
+  ///
+  /// On the CUDA path the data is ready for work queued on the stream given to `next()` after
+  /// it returned; any other stream must first wait on that one.
   [[nodiscard]] tensor_view field(std::size_t f) const;
   /// @brief The field called `name`. @throws logic_error if there is none.
   [[nodiscard]] tensor_view field(std::string_view name) const;
+  /// @brief Field `f` as the dataset wrote it, in host memory (pinned on the CUDA path), before
+  /// any GPU transform. Stays intact while the batch is alive.
+  [[nodiscard]] tensor_view host_field(std::size_t f) const;
   /// @brief Dataset indices of the samples, in batch order.
   [[nodiscard]] std::span<std::size_t const> indices() const noexcept;
   /// @brief Dataset indices left out of this batch by `error_policy::skip`.

@@ -86,7 +86,13 @@ class loader {
   /// @throws timeout_error naming the late sample (the batch is not consumed: call again to
   /// keep waiting).
   /// @throws logic_error if every slot is leased to live batches, so none can be filled.
+  /// On the CUDA path it makes the consumer stream (`loader_options::consumer_stream`) wait
+  /// for the batch's copy without blocking the host; the host blocks only until the batch's
+  /// samples are read and its copy is queued.
   [[nodiscard]] std::optional<batch> next();
+  /// @brief As `next()`, on the CUDA path with `consumer` as the stream the batch is used on
+  /// (it overrides `loader_options::consumer_stream` for this batch).
+  [[nodiscard]] std::optional<batch> next(stream_view consumer);
 
   /// @brief Batches per epoch for this rank.
   [[nodiscard]] std::size_t batches_per_epoch() const noexcept;

@@ -12,6 +12,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "gpufeed/stream_view.hpp"
+#include "gpufeed/transform.hpp"
 
 namespace gpufeed {
 
@@ -25,6 +29,19 @@ enum class tail_policy : std::uint8_t {
 enum class error_policy : std::uint8_t {
   raise,  ///< `next()` throws `sample_error` for that batch
   skip,   ///< leave the sample out of its batch, count it and list its index, go on
+};
+
+/// @brief Where batches are delivered.
+enum class placement : std::uint8_t {
+  host,  ///< host memory; no CUDA is used (also what runs where there is no GPU)
+  cuda,  ///< device memory: pinned ring, one cudaMemcpyAsync per batch on a copy stream
+};
+
+/// @brief Host memory the CUDA path stages batches in.
+enum class staging_memory : std::uint8_t {
+  pinned,    ///< page-locked (cudaHostAlloc): truly asynchronous copies at full PCIe speed
+  pageable,  ///< ordinary memory, for hosts that restrict pinning (containers, WSL); the
+             ///< driver copies through its own staging buffer, slower and partly synchronous
 };
 
 /// @brief Loader settings. Every field is validated at construction.
@@ -63,10 +80,27 @@ struct loader_options {
   std::optional<unsigned> world_size{};
   /// At most this many skipped indices are kept in `stats` (the count is always exact).
   std::size_t max_listed_skips = 10'000;
+
+  // ---- the CUDA path (placement::cuda) ----
+  /// Where batches go. `cuda` needs a build with CUDA and a device.
+  placement target = placement::host;
+  /// CUDA device; default: the LOCAL_RANK environment variable (torchrun), else 0.
+  std::optional<int> device{};
+  /// The stream the training step runs on: `next()` makes it wait for the batch's copy, and
+  /// releasing the batch records on it. Unset: pass the stream to `next(stream_view)`.
+  std::optional<stream_view> consumer_stream{};
+  /// Host staging memory for the copies.
+  staging_memory staging = staging_memory::pinned;
+  /// Most page-locked memory the ring may take (prefetch_depth x batch bytes); default: half
+  /// of the machine's physical memory, since pinned pages can never be swapped out.
+  std::optional<std::size_t> pinned_budget{};
+  /// Conversions run on the GPU after the copy, at most one per field.
+  std::vector<field_transform> transforms{};
 };
 
-/// @brief `options` with rank and world size filled in from the environment where unset.
-/// @throws logic_error if RANK or WORLD_SIZE is set but is not a number.
+/// @brief `options` with rank, world size and (for placement::cuda) the device filled in from
+/// the environment where unset (RANK, WORLD_SIZE, LOCAL_RANK).
+/// @throws logic_error if one of those is set but is not a number.
 [[nodiscard]] loader_options resolve_distributed(loader_options options);
 
 /// @brief Checks every option; the message names the option, its value and the allowed range.

@@ -31,6 +31,17 @@ struct stats {
   std::size_t pinned_bytes = 0;              ///< of which page-locked (0 on the host path)
   unsigned workers = 0;
 
+  // The CUDA path (placement::cuda); zero / "host" on the host path.
+  std::string staging = "host";    ///< "host", "pinned" or "pageable"
+  int device = -1;                 ///< the CUDA device, or -1
+  std::size_t device_bytes = 0;    ///< device memory held by the ring (and transform constants)
+  std::uint64_t copies = 0;        ///< batches copied to the device (one cudaMemcpyAsync each)
+  std::uint64_t h2d_bytes = 0;     ///< bytes those copies moved
+  std::uint64_t timed_copies = 0;  ///< copies whose completion was observed (timed below)
+  double h2d_s = 0;                ///< GPU time of the timed copies
+  double transform_s = 0;          ///< GPU time of their transforms
+  double copy_wait_s = 0;          ///< worker time spent waiting for a slot's copy to finish
+
   /// @brief Fraction of wall time the consumer waited for data.
   [[nodiscard]] double stall_fraction() const noexcept {
     return wall_s > 0 ? consumer_wait_s / wall_s : 0.0;

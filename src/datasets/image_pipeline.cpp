@@ -15,6 +15,7 @@
 #include <system_error>
 #include <utility>
 
+#include "gpufeed/detail/jpeg_decode.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail {
@@ -143,19 +144,6 @@ int reduction_for(image_options const& o, crop_box const& box) {
     if (box.w / f >= o.width && box.h / f >= o.height) return f;
   }
   return 1;
-}
-
-int imread_flags(int reduction) {
-  switch (reduction) {
-    case 8:
-      return cv::IMREAD_REDUCED_COLOR_8 | cv::IMREAD_IGNORE_ORIENTATION;
-    case 4:
-      return cv::IMREAD_REDUCED_COLOR_4 | cv::IMREAD_IGNORE_ORIENTATION;
-    case 2:
-      return cv::IMREAD_REDUCED_COLOR_2 | cv::IMREAD_IGNORE_ORIENTATION;
-    default:
-      return cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION;
-  }
 }
 
 std::uint8_t saturate(double v) noexcept {
@@ -394,9 +382,6 @@ void image_pipeline::transform(std::span<unsigned char const> encoded, std::stri
   auto const& o = options_;
   random_stream rng{seed};
   try {
-    // imdecode does not write through its input; the const_cast only satisfies cv::Mat.
-    cv::Mat const raw(1, static_cast<int>(encoded.size()), CV_8UC1,
-                      const_cast<unsigned char*>(encoded.data()));  // NOLINT
     auto const jpeg = parse_jpeg_header(encoded);
     if (jpeg && !jpeg->complete) {
       // libjpeg only warns about a missing end of image and pads the rest with gray.
@@ -415,7 +400,21 @@ void image_pipeline::transform(std::span<unsigned char const> encoded, std::stri
       plan();
       reduction = reduction_for(o, box);
     }
-    decoded = cv::imdecode(raw, imread_flags(reduction));
+    if (looks_like_jpeg(encoded)) {
+      // Not cv::imdecode: it lets libjpeg decode damaged scan data into a garbled picture with
+      // only a warning on stderr.
+      decoded = decode_jpeg(encoded, reduction, name);
+    } else {
+      // Only PNG goes to OpenCV: imdecode would also try every other codec it was built with
+      // (GDCM, for one, asserts on damaged input), and the datasets promise JPEG and PNG.
+      if (!looks_like_png(encoded)) {
+        throw file_error(name, "not a JPEG or PNG image (decoded by content, not by extension)");
+      }
+      // imdecode does not write through its input; the const_cast only satisfies cv::Mat.
+      cv::Mat const raw(1, static_cast<int>(encoded.size()), CV_8UC1,
+                        const_cast<unsigned char*>(encoded.data()));  // NOLINT
+      decoded = cv::imdecode(raw, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
+    }
     if (decoded.empty()) {
       throw file_error(name, "cannot decode the image (corrupt, truncated or not an image)");
     }

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "gpufeed/detail/nvtx.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/log.hpp"
 
@@ -70,10 +71,14 @@ loader_core::loader_core(std::shared_ptr<dataset const> data, loader_options opt
             options_.last_batch, options_.last_step},
       started_{clock::now()},
       activity_{std::make_unique<worker_activity[]>(options_.workers)} {
+  if (options_.target == placement::cuda) {
+    stage_ = make_cuda_stage(layout_, options_.prefetch_depth, options_);
+  }
   slots_.reserve(options_.prefetch_depth);
   for (std::size_t i = 0; i < options_.prefetch_depth; ++i) {
-    slots_.push_back(
-        std::make_unique<slot>(layout_.slot_bytes(), slot_layout::alignment, options_.batch_size));
+    slots_.push_back(std::make_unique<slot>(i, stage_ ? stage_->host_memory(i) : nullptr,
+                                            layout_.slot_bytes(), slot_layout::alignment,
+                                            options_.batch_size));
   }
   auto const effective = options_.batch_size * options_.accumulation_steps * *options_.world_size;
   logger()->info(
@@ -140,6 +145,14 @@ void loader_core::stop() noexcept {
 
 void loader_core::worker_main(unsigned worker) {
   auto& me = activity_[worker];
+  if (stage_) {
+    try {
+      stage_->bind_worker_thread();
+    } catch (...) {
+      fail(std::current_exception());
+      return;
+    }
+  }
   std::unique_lock lock{mutex_};
   while (!stopping_) {
     slot* s = find_work_locked();
@@ -250,7 +263,27 @@ void loader_core::assign_locked(slot& s) {
   ring_events_.fetch_add(1, std::memory_order_release);  // new work: a spinning worker joins
 }
 
+void loader_core::fail(std::exception_ptr error) noexcept {
+  {
+    std::lock_guard const lock{mutex_};
+    if (!fatal_) {
+      fatal_ = std::move(error);
+    }
+  }
+  ready_cv_.notify_all();
+}
+
 void loader_core::fill(slot& s, unsigned worker) {
+  if (stage_) {
+    // The host half may still be the source of the previous batch's copy (rare: only when
+    // workers lap the copy engine).
+    try {
+      stage_->wait_host_free(s.id);
+    } catch (...) {
+      fail(std::current_exception());
+      return;
+    }
+  }
   // No lock: claims are atomic, and `count` cannot change while this worker is attached.
   while (!stop_flag_.load(std::memory_order_relaxed) &&
          !s.cancelled.load(std::memory_order_relaxed)) {
@@ -278,8 +311,9 @@ void loader_core::read_one(slot& s, std::size_t position, unsigned worker) {
   me.index.store(index, std::memory_order_relaxed);
   me.since_ns.store(begin, std::memory_order_relaxed);
   me.on.store(&s, std::memory_order_release);
+  nvtx_range const range{"gpufeed: read"};
   try {
-    data_->read(index, sample_view{layout_, s.memory.get(), position}, ctx);
+    data_->read(index, sample_view{layout_, s.memory, position}, ctx);
     s.failed[position] = 0;
   } catch (...) {
     s.failed[position] = 1;
@@ -297,8 +331,8 @@ void loader_core::finish_contents(slot& s) {
     if (s.failed[p] == 0) {
       if (kept != p) {  // close the gap left by a skipped sample (only after a skip)
         for (std::size_t f = 0; f < layout_.spec().size(); ++f) {
-          std::memmove(layout_.locate(s.memory.get(), f, kept),
-                       layout_.locate(s.memory.get(), f, p), layout_.field_bytes(f));
+          std::memmove(layout_.locate(s.memory, f, kept), layout_.locate(s.memory, f, p),
+                       layout_.field_bytes(f));
         }
         s.indices[kept] = s.indices[p];
       }
@@ -320,7 +354,16 @@ void loader_core::finish_contents(slot& s) {
 }
 
 void loader_core::complete(slot& s) {
+  nvtx_range const range{"gpufeed: batch complete"};
   finish_contents(s);
+  if (stage_ && !s.error && !s.cancelled.load(std::memory_order_relaxed)) {
+    try {
+      stage_->copy_async(s.id, s.delivered);
+    } catch (...) {
+      fail(std::current_exception());
+      return;
+    }
+  }
   bool wake = false;
   {
     std::lock_guard const lock{mutex_};
@@ -360,8 +403,17 @@ std::size_t loader_core::count_locked(slot::state status) const noexcept {
       slots_.begin(), slots_.end(), [status](auto const& s) { return s->status == status; }));
 }
 
-std::optional<batch> loader_core::next() {
+std::optional<batch> loader_core::next(std::optional<stream_view> consumer) {
+  if (stage_ && !consumer) {
+    consumer = options_.consumer_stream;
+    GPUFEED_EXPECTS(consumer.has_value(),
+                    "next() on the CUDA path needs the stream your training step runs on: set "
+                    "loader_options::consumer_stream, or call next(gpufeed::stream_view{stream})");
+  }
   std::unique_lock lock{mutex_};
+  if (fatal_) {
+    std::rethrow_exception(fatal_);
+  }
   if (consumer_.sequence >= plan_.batches()) {
     consumer_ = {consumer_.epoch + 1, 0};
     return std::nullopt;
@@ -379,7 +431,11 @@ std::optional<batch> loader_core::next() {
     waiting_flag& operator=(waiting_flag const&) = delete;
   };
   slot* s = consumer_slot_locked();
+  std::optional<nvtx_range> wait_range;
   while (s == nullptr || s->status != slot::state::ready) {
+    if (!wait_range) {
+      wait_range.emplace("gpufeed: consumer wait");
+    }
     waiting_flag const waiting{consumer_waiting_};
     if (s == nullptr && all_leased_locked()) {
       throw logic_error{
@@ -406,8 +462,12 @@ std::optional<batch> loader_core::next() {
         warn_at = now + options_.stall_warning;
       }
     }
+    if (fatal_) {
+      std::rethrow_exception(fatal_);
+    }
     s = consumer_slot_locked();
   }
+  wait_range.reset();
   consumer_wait_ns_ += nanoseconds_between(wait_from, clock::now());
   ready_sum_ += static_cast<double>(count_locked(slot::state::ready));
   ++ready_seen_;
@@ -425,6 +485,15 @@ std::optional<batch> loader_core::next() {
   }
   s->status = slot::state::leased;
   record_delivery_locked(*s);
+  lock.unlock();
+  if (stage_) {
+    try {
+      stage_->hand_off(s->id, *consumer);
+    } catch (...) {
+      release(s);
+      throw;
+    }
+  }
   return batch{shared_from_this(), s};
 }
 
@@ -480,6 +549,9 @@ std::pair<std::size_t, std::string> loader_core::describe_wait_locked(slot const
 }
 
 void loader_core::release(slot* s) noexcept {
+  if (stage_) {
+    stage_->release(s->id);  // before the slot is free: its next copy must wait for this
+  }
   bool wake = false;
   {
     std::lock_guard const lock{mutex_};
@@ -583,6 +655,9 @@ stats loader_core::snapshot() const {
   out.slot_bytes = layout_.slot_bytes();
   out.host_bytes = layout_.slot_bytes() * slots_.size();
   out.pinned_bytes = 0;
+  if (stage_) {
+    stage_->add_to(out);
+  }
   std::lock_guard const lock{mutex_};
   out.wall_s = seconds(nanoseconds_between(started_, clock::now()));
   out.consumer_wait_s = seconds(consumer_wait_ns_);

@@ -19,6 +19,7 @@
 #include "gpufeed/batch.hpp"
 #include "gpufeed/batch_plan.hpp"
 #include "gpufeed/dataset.hpp"
+#include "gpufeed/detail/device_stage.hpp"
 #include "gpufeed/detail/slot.hpp"
 #include "gpufeed/detail/slot_layout.hpp"
 #include "gpufeed/loader.hpp"
@@ -53,7 +54,8 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   /// Stops and joins the workers; idempotent; never throws.
   void stop() noexcept;
 
-  std::optional<batch> next();
+  /// `consumer` overrides loader_options::consumer_stream (CUDA path only).
+  std::optional<batch> next(std::optional<stream_view> consumer = std::nullopt);
   void set_epoch(std::uint64_t epoch);
   [[nodiscard]] std::uint64_t epoch() const;
   [[nodiscard]] loader_state state() const;
@@ -65,6 +67,8 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   [[nodiscard]] slot_layout const& layout() const noexcept { return layout_; }
   [[nodiscard]] batch_plan const& plan() const noexcept { return plan_; }
   [[nodiscard]] loader_options const& options() const noexcept { return options_; }
+  /// The CUDA stage, or null on the host path.
+  [[nodiscard]] device_stage const* stage() const noexcept { return stage_.get(); }
 
  private:
   // All *_locked functions expect mutex_ held.
@@ -88,6 +92,8 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   void read_one(slot& s, std::size_t position, unsigned worker);
   void finish_contents(slot& s);
   void complete(slot& s);
+  /// Records an error that stops the loader (a CUDA failure on a worker): next() throws it.
+  void fail(std::exception_ptr error) noexcept;
 
   std::shared_ptr<dataset const> data_;
   loader_options options_;
@@ -95,6 +101,8 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   sampler sampler_;
   batch_plan plan_;
   clock::time_point started_;
+
+  std::unique_ptr<device_stage> stage_;  // CUDA path only; owns the slots' host memory
 
   mutable std::mutex mutex_;
   std::condition_variable work_cv_;   // workers: a slot is free or a batch needs hands
@@ -104,6 +112,7 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   cursor producer_;  // the next batch to assign to a slot
   cursor consumer_;  // the next batch next() returns
   bool stopping_ = false;
+  std::exception_ptr fatal_;                   // a failure no batch can carry; next() throws it
   unsigned parked_workers_ = 0;                // workers blocked on work_cv_
   unsigned spinning_workers_ = 0;              // workers polling ring_events_ before they park
   std::atomic<std::uint64_t> ring_events_{0};  // bumped when work appears or a slot frees up

@@ -42,7 +42,12 @@ aligned_bytes allocate_resident(std::size_t bytes, std::size_t alignment, char c
 struct slot {
   enum class state : std::uint8_t { free, filling, ready, leased };
 
-  slot(std::size_t bytes, std::size_t alignment, std::size_t batch_size);
+  /// `memory` is the slot's host memory when someone else owns it (the CUDA stage's pinned
+  /// memory); when null the slot allocates `bytes` of its own.
+  slot(std::size_t position, std::byte* external, std::size_t bytes, std::size_t alignment,
+       std::size_t batch_size);
+
+  std::size_t const id;  // position in the ring
 
   // Guarded by the loader's mutex.
   state status = state::free;
@@ -68,7 +73,8 @@ struct slot {
   alignas(64) std::atomic<bool> cancelled{false};
   std::size_t grain = 1;  // samples per claim; stable while a worker is attached
 
-  aligned_bytes memory;
+  aligned_bytes owned_memory;  // empty when the memory belongs to the device stage
+  std::byte* memory = nullptr;
 };
 
 }  // namespace gpufeed::detail

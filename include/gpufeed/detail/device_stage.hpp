@@ -1,0 +1,54 @@
+#pragma once
+// The part of the loader that moves ready batches to a device: the CUDA path's pinned memory,
+// copy stream, transforms and events. The host path has none (loader_core holds a null stage).
+//
+// Per slot, the stage keeps the order that makes reuse safe:
+//   copy_async:  copy stream waits for the slot's last release, copies, transforms, records done
+//   hand_off:    the consumer's stream waits for done
+//   release:     records released on the consumer's stream
+//   wait_host_free: a worker waits for done before it writes the host half again
+
+#include <cstddef>
+#include <memory>
+
+#include "gpufeed/detail/device_layout.hpp"
+#include "gpufeed/detail/slot_layout.hpp"
+#include "gpufeed/options.hpp"
+#include "gpufeed/stats.hpp"
+#include "gpufeed/stream_view.hpp"
+
+namespace gpufeed::detail {
+
+class device_stage {
+ public:
+  virtual ~device_stage() = default;
+
+  /// Host memory of slot `id`, owned by the stage (pinned, or pageable by option).
+  [[nodiscard]] virtual std::byte* host_memory(std::size_t id) const noexcept = 0;
+  /// Device memory of slot `id`: the host mirror, then the transforms' outputs.
+  [[nodiscard]] virtual std::byte* device_memory(std::size_t id) const noexcept = 0;
+  [[nodiscard]] virtual device_layout const& layout() const noexcept = 0;
+  [[nodiscard]] virtual int device() const noexcept = 0;
+
+  /// Makes the stage's device current on a worker thread; once per thread.
+  virtual void bind_worker_thread() = 0;
+  /// Blocks until no copy reads slot `id`'s host memory any more (at once in the steady state).
+  virtual void wait_host_free(std::size_t id) = 0;
+  /// Enqueues the copy of slot `id` (`samples` samples) and its transforms. Asynchronous.
+  virtual void copy_async(std::size_t id, std::size_t samples) = 0;
+  /// Makes `consumer` wait for slot `id`'s copy. Asynchronous.
+  virtual void hand_off(std::size_t id, stream_view consumer) = 0;
+  /// Records, on the stream slot `id` was handed to, that the consumer is done with it.
+  virtual void release(std::size_t id) noexcept = 0;
+  /// Adds the stage's counters to `out`.
+  virtual void add_to(stats& out) const = 0;
+};
+
+/// The CUDA stage for `slots` slots of `host`'s layout.
+/// @throws logic_error when gpufeed was built without CUDA or the device does not exist;
+/// out_of_memory (with the budget arithmetic) when the ring does not fit.
+[[nodiscard]] std::unique_ptr<device_stage> make_cuda_stage(slot_layout const& host,
+                                                            std::size_t slots,
+                                                            loader_options const& options);
+
+}  // namespace gpufeed::detail

@@ -1,0 +1,41 @@
+#include "gpufeed/cuda/device.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include "gpufeed/cuda/error.hpp"
+
+namespace gpufeed::cuda {
+
+device_guard::device_guard(int device) : device_{device} {
+  GPUFEED_CUDA_TRY(cudaGetDevice(&previous_));
+  if (previous_ != device_) {
+    GPUFEED_CUDA_TRY(cudaSetDevice(device_));
+  }
+}
+
+device_guard::~device_guard() {
+  if (previous_ != device_) {
+    GPUFEED_CUDA_LOG(cudaSetDevice(previous_));
+  }
+}
+
+int device_count() noexcept {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+char const* unavailable_reason() noexcept {
+  int count = 0;
+  auto const status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    (void)cudaGetLastError();
+    return cudaGetErrorString(status);
+  }
+  return count > 0 ? "" : "no CUDA device is present";
+}
+
+}  // namespace gpufeed::cuda
