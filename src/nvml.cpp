@@ -81,8 +81,7 @@ nvml::nvml() {
   entry->by_pci_bus_id =
       find<decltype(api::by_pci_bus_id)>(library_, "nvmlDeviceGetHandleByPciBusId_v2");
   entry->get_index = find<decltype(api::get_index)>(library_, "nvmlDeviceGetIndex");
-  entry->utilization =
-      find<decltype(api::utilization)>(library_, "nvmlDeviceGetUtilizationRates");
+  entry->utilization = find<decltype(api::utilization)>(library_, "nvmlDeviceGetUtilizationRates");
   entry->memory = find<decltype(api::memory)>(library_, "nvmlDeviceGetMemoryInfo");
   entry->name = find<decltype(api::name)>(library_, "nvmlDeviceGetName");
   if (entry->init == nullptr || entry->shutdown == nullptr || entry->by_index == nullptr ||
@@ -90,9 +89,9 @@ nvml::nvml() {
       entry->utilization == nullptr || entry->memory == nullptr || entry->name == nullptr) {
     reason_ = std::string{library_name} + " lacks an entry point gpufeed needs (driver too old)";
   } else if (auto const status = entry->init(); status != nvml_success) {
-    reason_ = std::string{"nvmlInit_v2 failed: "} +
-              (entry->error_string != nullptr ? entry->error_string(status)
-                                              : "error " + std::to_string(status));
+    reason_ = std::string{"nvmlInit_v2 failed: "} + (entry->error_string != nullptr
+                                                         ? entry->error_string(status)
+                                                         : "error " + std::to_string(status));
   } else {
     api_ = std::move(entry);
     return;

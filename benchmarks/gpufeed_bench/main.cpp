@@ -12,6 +12,10 @@
 #include "memcpy.hpp"
 #include "overhead.hpp"
 #include "table.hpp"
+#if GPUFEED_WITH_CUDA
+#include "h2d.hpp"
+#include "overlap.hpp"
+#endif
 
 int main(int argc, char** argv) {
   namespace bench = gpufeed::bench;
@@ -28,6 +32,12 @@ int main(int argc, char** argv) {
   CLI::App* const overhead_command = bench::add_overhead_command(app, overhead);
   CLI::App* const memcpy_command = bench::add_memcpy_command(app, memcpy);
   CLI::App* const compare_command = bench::add_compare_command(app, compare);
+#if GPUFEED_WITH_CUDA
+  bench::h2d_config h2d = bench::default_h2d_config();
+  bench::overlap_config overlap = bench::default_overlap_config();
+  CLI::App* const h2d_command = bench::add_h2d_command(app, h2d);
+  CLI::App* const overlap_command = bench::add_overlap_command(app, overlap);
+#endif
 
   try {
     app.parse(argc, argv);
@@ -50,7 +60,18 @@ int main(int argc, char** argv) {
       rep = bench::run_compare(compare, std::cout);
       json_path = compare.common.json_path;
     }
+#if GPUFEED_WITH_CUDA
+    if (h2d_command->parsed()) {
+      rep = bench::run_h2d(h2d, std::cout);
+      json_path = h2d.common.json_path;
+    } else if (overlap_command->parsed()) {
+      rep = bench::run_overlap(overlap, std::cout);
+      json_path = overlap.common.json_path;
+    }
+#endif
+    auto gpu = std::move(rep.machine.gpu);  // the device a GPU subcommand measured, if any
     rep.machine = machine;
+    rep.machine.gpu = std::move(gpu);
     bench::print_report(rep, std::cout);
     if (!json_path.empty()) {
       bench::write_json(rep, json_path);

@@ -143,10 +143,12 @@ class cuda_stage final : public device_stage {
       p.done.synchronize();
       host_wait_ns_.fetch_add(now_ns() - from, std::memory_order_relaxed);
     }
-    // One of the workers attached reads the copy's timing; the flag drops only after that, so
-    // no worker can refill the slot (and re-record its events) while they are being read.
+    // One of the workers attached reads the copy's timing. A worker that attached late may get
+    // here after the batch it came to fill was completed and copied by others: that newer copy
+    // may still be running (done.done() is false again), and it is not this worker's to wait
+    // for, since it has no sample left to write.
     std::lock_guard const lock{p.timing_mutex};
-    if (p.copy_pending.load(std::memory_order_relaxed)) {
+    if (p.copy_pending.load(std::memory_order_relaxed) && p.done.done()) {
       h2d_ns_.fetch_add(static_cast<std::int64_t>(cuda::elapsed_ms(p.start, p.copied) * 1e6f),
                         std::memory_order_relaxed);
       transform_ns_.fetch_add(static_cast<std::int64_t>(cuda::elapsed_ms(p.copied, p.done) * 1e6f),
@@ -175,8 +177,11 @@ class cuda_stage final : public device_stage {
       nvtx_range const range{"gpufeed: transform"};
       enqueue_transforms(p, samples);
     }
-    p.done.record(copy_.native());
-    p.copy_pending.store(true, std::memory_order_release);
+    {
+      std::lock_guard const lock{p.timing_mutex};  // never half-recorded for wait_host_free
+      p.done.record(copy_.native());
+      p.copy_pending.store(true, std::memory_order_release);
+    }
     h2d_bytes_.fetch_add(bytes, std::memory_order_relaxed);
     copies_.fetch_add(1, std::memory_order_relaxed);
   }

@@ -1,0 +1,148 @@
+#include "overlap_feed.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "bench_clock.hpp"
+#include "gpufeed/cuda/buffer.hpp"
+#include "gpufeed/cuda/error.hpp"
+#include "gpufeed/detail/slot_layout.hpp"
+
+namespace gpufeed::bench {
+
+namespace {
+
+// The next batch, across an epoch end.
+gpufeed::batch next_batch(gpufeed::loader& source) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (auto next = source.next()) return std::move(*next);
+  }
+  throw std::runtime_error{"the loader delivered an empty epoch"};
+}
+
+// The loop every feed shares: `body(i, timed)` enqueues step i (recording its events on
+// `timeline`); `started()` runs once, just before the first timed step. Ends with `finish()`,
+// which must wait for the GPU. Returns the run without its feed-specific counts.
+template <class Body, class Started, class Finish>
+feed_run drive(feed_plan const& plan, step_timeline const& timeline, utilization_sampler& sampler,
+               Body&& body, Started&& started, Finish&& finish) {
+  auto const began = bench_clock::now();
+  std::size_t i = 0;
+  for (; i < plan.max_warmup &&
+         (i < plan.warmup || seconds_between(began, bench_clock::now()) < plan.warmup_s);
+       ++i) {
+    body(i, false);
+  }
+  std::size_t const first = i;
+  started();
+  sampler.start();
+  auto const start = bench_clock::now();
+  for (; i < first + plan.steps; ++i) body(i, true);
+  finish();
+  feed_run run;
+  run.wall_s = seconds_between(start, bench_clock::now());
+  run.utilization = sampler.stop();
+  run.gpu = timeline.summarize(first, plan.steps);
+  return run;
+}
+
+}  // namespace
+
+feed_run run_loader_feed(gpufeed::loader& source, gpufeed::cuda::cuda_stream const& consumer,
+                         synthetic_step const& step, feed_plan const& plan,
+                         utilization_sampler& sampler) {
+  step_timeline const timeline{plan.max_warmup + plan.steps};
+  double host_wait_s = 0;
+  std::uint64_t samples = 0, bytes = 0;
+  gpufeed::stats before;
+  auto body = [&](std::size_t i, bool timed) {
+    // A training loop that reads its loss stays this close to the GPU. Without a bound the
+    // host would run ahead until the ring is full and then sit in next() while the GPU is
+    // busy, which is no data stall.
+    if (i >= plan.queue_steps) timeline.wait_for_end(i - plan.queue_steps);
+    auto const asked = bench_clock::now();
+    auto batch = next_batch(source);
+    if (timed) host_wait_s += seconds_between(asked, bench_clock::now());
+    auto const field = batch.field(0);
+    timeline.begin(i, consumer.native());
+    step.launch(field.data(), field.bytes(), consumer.native());
+    timeline.end(i, consumer.native());
+    if (timed) {
+      samples += batch.size();
+      bytes += field.bytes();
+    }
+    batch.release();  // records on the consumer stream: the slot is refilled after the step
+  };
+  auto run = drive(
+      plan, timeline, sampler, body, [&] { before = source.snapshot(); },
+      [&] { consumer.synchronize(); });
+  run.host_wait_s = host_wait_s;
+  run.samples = samples;
+  run.bytes = bytes;
+  run.consumer_wait_s = source.snapshot().consumer_wait_s - before.consumer_wait_s;
+  return run;
+}
+
+feed_run run_resident_feed(std::size_t bytes, gpufeed::cuda::cuda_stream const& stream,
+                           synthetic_step const& step, feed_plan const& plan,
+                           utilization_sampler& sampler) {
+  gpufeed::cuda::device_buffer const device{bytes};
+  GPUFEED_CUDA_TRY(cudaMemsetAsync(device.data(), 0x5a, bytes, stream.native()));
+  step_timeline const timeline{plan.max_warmup + plan.steps};
+  std::uint64_t moved = 0;
+  auto body = [&](std::size_t i, bool timed) {
+    if (i >= plan.queue_steps) timeline.wait_for_end(i - plan.queue_steps);
+    timeline.begin(i, stream.native());
+    step.launch(device.data(), bytes, stream.native());
+    timeline.end(i, stream.native());
+    if (timed) moved += bytes;
+  };
+  auto run = drive(
+      plan, timeline, sampler, body, [] {}, [&] { stream.synchronize(); });
+  run.bytes = moved;
+  return run;
+}
+
+feed_run run_pageable_feed(gpufeed::dataset const& data, std::size_t batch_size,
+                           synthetic_step const& step, feed_plan const& plan,
+                           utilization_sampler& sampler) {
+  gpufeed::detail::slot_layout const layout{data.spec(), batch_size};
+  auto const last = layout.spec().size() - 1;
+  std::size_t const bytes = layout.field_offset(last) + batch_size * layout.field_bytes(last);
+  std::vector<std::byte> host(layout.slot_bytes());  // ordinary pageable memory
+  gpufeed::cuda::device_buffer const device{layout.slot_bytes()};
+  // The legacy default stream, as in code that never names a stream: cudaMemcpy and the step
+  // are ordered on it, so a copy waits for the previous step and the step for its copy.
+  cudaStream_t const stream = cudaStreamLegacy;
+  step_timeline const timeline{plan.max_warmup + plan.steps};
+  double host_wait_s = 0;
+  std::uint64_t samples = 0, moved = 0;
+  std::size_t index = 0;
+  auto body = [&](std::size_t i, bool timed) {
+    auto const asked = bench_clock::now();
+    for (std::size_t s = 0; s < batch_size; ++s, index = (index + 1) % data.size()) {
+      data.read(index, gpufeed::sample_view{layout, host.data(), s},
+                gpufeed::read_context{.index = index});
+    }
+    GPUFEED_CUDA_TRY(cudaMemcpy(device.data(), host.data(), bytes, cudaMemcpyHostToDevice));
+    if (timed) host_wait_s += seconds_between(asked, bench_clock::now());
+    timeline.begin(i, stream);
+    step.launch(device.data(), bytes, stream);
+    timeline.end(i, stream);
+    if (timed) {
+      samples += batch_size;
+      moved += bytes;
+    }
+  };
+  auto run = drive(
+      plan, timeline, sampler, body, [] {},
+      [&] { GPUFEED_CUDA_TRY(cudaStreamSynchronize(stream)); });
+  run.host_wait_s = host_wait_s;
+  run.samples = samples;
+  run.bytes = moved;
+  return run;
+}
+
+}  // namespace gpufeed::bench
