@@ -1,5 +1,6 @@
 #include "gpufeed/sampler.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <string>
 
@@ -58,12 +59,18 @@ sampler::sampler(std::size_t dataset_size, bool shuffle, std::uint64_t seed, uns
 }
 
 std::size_t sampler::index(std::uint64_t epoch, std::size_t position) const noexcept {
+  if (chunk_aware()) {
+    // Contiguous shards: rank r takes the r-th run of the epoch's order, so its consecutive
+    // positions stay inside the same windows of chunks. Interleaving (below) would give each
+    // rank a slice of every window, and every rank would decompress every chunk.
+    auto const base = n_ / world_size_;
+    auto const extra = n_ % world_size_;  // the first `extra` ranks take one more, as below
+    auto const start = rank_ * base + std::min<std::size_t>(rank_, extra);
+    return chunk_aware_index(epoch, start + position);
+  }
   auto const global = rank_ + position * world_size_;
   if (!shuffle_) {
     return global;
-  }
-  if (chunks_.active()) {
-    return chunk_aware_index(epoch, global);
   }
   return permute_index(global, n_, mix_seed(seed_, epoch, 0x5eed));
 }

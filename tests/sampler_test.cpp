@@ -163,8 +163,7 @@ TEST(sampler_test, RejectsBadRankLayout) {
   EXPECT_NO_THROW((sampler{10, false, 0, 3, 4}));
 }
 
-TEST(sampler_test, MixSeedIsDeterministicAndSensitive) {
-  EXPECT_EQ(gpufeed::mix_seed(1, 2, 3), gpufeed::mix_seed(1, 2, 3));
+TEST(sampler_test, MixSeedIsSensitiveToEachInput) {
   std::set<std::uint64_t> values;
   for (std::uint64_t a = 0; a < 4; ++a) {
     for (std::uint64_t b = 0; b < 4; ++b) {
@@ -199,9 +198,32 @@ TEST(sampler_test, ChunkAwareEpochIsAPermutation) {
   }
 }
 
+TEST(sampler_test, ChunkAwareRanksDecompressOnlyTheirShare) {
+  // With interleaved shards every rank would touch every chunk; contiguous shards touch about
+  // 1/world_size of them, plus at most one shared window at each boundary between ranks.
+  for (unsigned world : {2U, 3U, 4U}) {
+    std::size_t const n = 4000;
+    std::size_t const chunk = 16;
+    std::size_t const window = 4;
+    std::set<std::size_t> all;
+    std::size_t touched = 0;
+    for (unsigned rank = 0; rank < world; ++rank) {
+      sampler s{n, true, 9, rank, world, {chunk, window}};
+      std::set<std::size_t> chunks;
+      for (auto i : s.epoch_indices(1)) {
+        chunks.insert(i / chunk);
+        all.insert(i);
+      }
+      touched += chunks.size();
+    }
+    EXPECT_EQ(all.size(), n) << "world " << world;  // the ranks still cover the epoch
+    EXPECT_LE(touched, n / chunk + 2 * window * (world - 1)) << "world " << world;
+  }
+}
+
 TEST(sampler_test, ChunkAwareWindowsTouchFewChunks) {
-  // Every run of window x chunk consecutive positions draws from at most `window` chunks, plus
-  // the short tail chunk in the last run: a cache of window + 1 chunks decompresses each once.
+  // Each window of window x chunk positions (the epoch is cut into them) draws from at most
+  // `window` chunks, plus the short tail chunk in the last one.
   for (auto const& c : chunk_cases) {
     sampler s{c.n, true, 3, 0, 1, {c.chunk, c.window}};
     auto const order = s.epoch_indices(0);

@@ -281,6 +281,8 @@ report run_compare(compare_config const& config, std::ostream& progress) {
   rep.config["dataset"] = config.dataset;
   rep.config["dataset_info"] = data.description;
   rep.config["order"] = config.order;
+  // What the window and the HDF5 chunk cache were, so that scaling results can be tied to them.
+  rep.config["chunk_window"] = config.order == "chunk-aware" ? config.chunk_window : 0;
   rep.config["on_error"] = config.on_error;
   rep.config["peers"] = config.peers;
   rep.config["repeats"] = config.repeats;

@@ -169,6 +169,7 @@ compare_dataset make_compare_dataset(dataset_choice const& choice, dataset_knobs
                          {"spec", data->spec().to_string()},
                          {"read_paths", paths},
                          {"storage_chunk", data->storage_chunk()},
+                         {"cache_chunks", options.cache_chunks},
                          {"torch_cpp_read_path", "h5dread"}};
       out.data = data;
       return out;

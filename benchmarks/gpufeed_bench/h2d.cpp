@@ -99,10 +99,6 @@ loader_run run_loader(std::shared_ptr<gpufeed::dataset const> data,
   return run;
 }
 
-double ratio_or_zero(double numerator, double denominator) {
-  return denominator > 0 ? numerator / denominator : 0.0;
-}
-
 // The medians of one batch size's repeats.
 struct size_result {
   bench_result peak;

@@ -46,6 +46,14 @@ std::uint64_t total_memory_bytes() {
   return 0;
 }
 
+// A fresh random id per boot: lent machines of one image share everything else.
+std::string boot_id() {
+  std::ifstream in{"/proc/sys/kernel/random/boot_id"};
+  std::string id;
+  std::getline(in, id);
+  return id;
+}
+
 std::string kernel_release() {
   utsname names{};
   if (uname(&names) != 0) return {};
@@ -67,15 +75,19 @@ machine_info detect_machine() {
   machine.cpu_model = cpu_model_name();
   machine.memory_bytes = total_memory_bytes();
   machine.kernel = kernel_release();
+  machine.boot_id = boot_id();
   machine.load_average = load_average();
-  return machine;  // gpu stays empty: gpufeed-bench has no CUDA path yet
+  return machine;  // gpu stays empty here: the GPU subcommands fill it in (h2d, overlap)
 }
 
 json to_json(machine_info const& machine) {
-  return {
-      {"cpus", machine.cpus},           {"gpu", machine.gpu ? json(*machine.gpu) : json(nullptr)},
-      {"cpu_model", machine.cpu_model}, {"memory_bytes", machine.memory_bytes},
-      {"kernel", machine.kernel},       {"load_average", machine.load_average}};
+  return {{"cpus", machine.cpus},
+          {"gpu", machine.gpu ? json(*machine.gpu) : json(nullptr)},
+          {"cpu_model", machine.cpu_model},
+          {"memory_bytes", machine.memory_bytes},
+          {"kernel", machine.kernel},
+          {"boot_id", machine.boot_id},
+          {"load_average", machine.load_average}};
 }
 
 }  // namespace gpufeed::bench

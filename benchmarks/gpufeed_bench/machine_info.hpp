@@ -16,6 +16,7 @@ struct machine_info {
   std::string cpu_model;                 ///< /proc/cpuinfo "model name"
   std::uint64_t memory_bytes = 0;        ///< /proc/meminfo MemTotal
   std::string kernel;                    ///< uname release
+  std::string boot_id;                   ///< tells apart machines with the same image and kernel
   std::array<double, 3> load_average{};  ///< 1, 5 and 15 minute load when the report was made
 };
 

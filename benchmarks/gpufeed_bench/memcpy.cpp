@@ -62,10 +62,6 @@ std::vector<std::uint64_t> make_source(std::size_t bytes) {
   return words;
 }
 
-double ratio_or_zero(double numerator, double denominator) {
-  return denominator > 0 ? numerator / denominator : 0.0;
-}
-
 }  // namespace
 
 memcpy_config default_memcpy_config() {

@@ -33,10 +33,6 @@ constexpr double goal_util = 0.99;
 constexpr std::size_t feed_only_batches = 200;
 constexpr double nvml_window_s = 1.0;  // NVML's longest utilization averaging period
 
-double ratio_or_zero(double numerator, double denominator) {
-  return denominator > 0 ? numerator / denominator : 0.0;
-}
-
 std::size_t baseline_steps(overlap_config const& config) {
   return config.baseline_batches > 0 ? config.baseline_batches : config.common.batches;
 }

@@ -109,8 +109,7 @@ feed_run run_pageable_feed(gpufeed::dataset const& data, std::size_t batch_size,
                            synthetic_step const& step, feed_plan const& plan,
                            utilization_sampler& sampler) {
   gpufeed::detail::slot_layout const layout{data.spec(), batch_size};
-  auto const last = layout.spec().size() - 1;
-  std::size_t const bytes = layout.field_offset(last) + batch_size * layout.field_bytes(last);
+  std::size_t const bytes = layout.used_bytes(batch_size);
   std::vector<std::byte> host(layout.slot_bytes());  // ordinary pageable memory
   gpufeed::cuda::device_buffer const device{layout.slot_bytes()};
   // The legacy default stream, as in code that never names a stream: cudaMemcpy and the step

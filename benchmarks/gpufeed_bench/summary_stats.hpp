@@ -11,5 +11,9 @@ namespace gpufeed::bench {
 [[nodiscard]] double percentile(std::vector<double> values, double q);
 /// The arithmetic mean; 0 for an empty set.
 [[nodiscard]] double mean(std::vector<double> const& values);
+/// numerator / denominator, or 0 when the denominator is not positive (an empty run).
+[[nodiscard]] inline double ratio_or_zero(double numerator, double denominator) noexcept {
+  return denominator > 0 ? numerator / denominator : 0.0;
+}
 
 }  // namespace gpufeed::bench

@@ -47,7 +47,6 @@ class SyntheticDataset(Dataset):
         self.words = (self.nbytes + 7) // 8
         self.cost_s = cpu_cost_us * 1e-6
         self.seed = np.uint64(seed)
-        self.offsets = np.arange(self.words + 1, dtype=np.uint64)
 
     def __len__(self):
         return self.samples
@@ -58,12 +57,7 @@ class SyntheticDataset(Dataset):
             while time.perf_counter() < until:
                 pass
         # splitmix64 of (seed, index, word): pseudo-random bytes like gpufeed::synthetic's.
-        with np.errstate(over="ignore"):
-            base = (self.seed * np.uint64(0x9E3779B97F4A7C15)) ^ (np.uint64(index) << np.uint64(20))
-            z = self.offsets + base
-            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-            z ^= z >> np.uint64(31)
+        z = splitmix_rows(self.seed, np.array([index]), self.words + 1)[0]
         image = z[: self.words].view(np.uint8)[: self.nbytes].reshape(self.shape)
         label = np.int64(z[self.words].view(np.int64))
         return torch.from_numpy(image.copy()), torch.tensor(label)
@@ -85,11 +79,11 @@ def hdf5_fields(path, names):
         return [k for k in top if f[k].shape[0] == n], n
 
 
-def splitmix_rows(seed, samples, words):
-    """[samples, words] uint64 of splitmix64(seed, index, word), made at once."""
+def splitmix_rows(seed, indices, words):
+    """[len(indices), words] uint64 of splitmix64(seed, index, word), made at once."""
     with np.errstate(over="ignore"):
         base = (np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15)) ^ (
-            np.arange(samples, dtype=np.uint64)[:, None] << np.uint64(20))
+            np.asarray(indices, dtype=np.uint64)[:, None] << np.uint64(20))
         z = np.arange(words, dtype=np.uint64)[None, :] + base
         z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
@@ -105,7 +99,8 @@ def memory_dataset(samples, shape, seed):
     images = np.empty((samples, nbytes), dtype=np.uint8)
     labels = np.empty(samples, dtype=np.int64)
     for start in range(0, samples, 4096):
-        z = splitmix_rows(seed, min(4096, samples - start), words + 1) + np.uint64(start << 20)
+        # The absolute indices go into the hash, so every row differs (not only within a block).
+        z = splitmix_rows(seed, np.arange(start, min(samples, start + 4096)), words + 1)
         images[start:start + len(z)] = z[:, :words].view(np.uint8)[:, :nbytes]
         labels[start:start + len(z)] = z[:, words].view(np.int64)
     return TensorDataset(torch.from_numpy(images.reshape((samples,) + tuple(shape))),

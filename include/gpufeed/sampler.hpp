@@ -27,9 +27,12 @@ struct chunk_order {
 ///
 /// With a `chunk_order`, the epoch's permutation is FFCV-style quasi-random: the full chunks are
 /// shuffled, and consecutive groups of `window` of them are drawn from together, each group's
-/// samples in a random order (a short last chunk joins the last group). A window of positions
-/// touches at most `window` + 1 chunks, so a reader that caches that many decompresses each chunk
-/// about once per epoch.
+/// samples in a random order (a short last chunk joins the last group). The epoch is cut into
+/// such windows of `window` x `chunk` positions, each drawing from `window` chunks (+ the tail
+/// chunk in the last), so a reader that caches the current window's chunks (and the next
+/// window's, for workers running ahead) decompresses each chunk about once per epoch. Ranks then
+/// take contiguous runs of that order, not interleaved positions, so that each rank decompresses
+/// only its own share of the chunks.
 class sampler {
  public:
   /// @throws logic_error if world_size is 0 or rank >= world_size.
@@ -37,7 +40,8 @@ class sampler {
           unsigned world_size = 1, chunk_order chunks = {});
 
   [[nodiscard]] std::size_t dataset_size() const noexcept { return n_; }
-  /// @brief Samples this rank sees per epoch: ceil((n - rank) / world_size).
+  /// @brief Samples this rank sees per epoch: ceil((n - rank) / world_size) (the first
+  /// n % world_size ranks get one more).
   [[nodiscard]] std::size_t shard_size() const noexcept { return shard_size_; }
   [[nodiscard]] unsigned rank() const noexcept { return rank_; }
   [[nodiscard]] unsigned world_size() const noexcept { return world_size_; }

@@ -28,7 +28,8 @@ enum class image_layout : std::uint8_t {
   chw,  ///< [channels, height, width]: what most convolution layers expect
 };
 
-/// @brief `out = (in * scale - mean[c]) / std[c]`, converted to `to`, in `output_layout`.
+/// @brief `out = (in * scale - mean[c]) * (1 / std[c])` in float32, converted to `to`, in
+/// `output_layout`.
 ///
 /// The field must be uint8. For a rank-3 field the channel dimension comes from `input_layout`;
 /// for any other rank there is one channel and the layouts must be equal. `mean` and `std` hold

@@ -7,16 +7,16 @@
 #include <utility>
 
 #include "gpufeed/cuda/error.hpp"
+#include "gpufeed/detail/units.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::cuda {
 
+using detail::mib_text;
+
 namespace {
 std::atomic<std::size_t> allocations{0};
 
-std::string mib(std::size_t bytes) {
-  return std::to_string(bytes / (1024 * 1024)) + " MiB";
-}
 }  // namespace
 
 std::size_t allocation_count() noexcept {
@@ -28,7 +28,8 @@ pinned_buffer::pinned_buffer(std::size_t bytes) : size_{bytes} {
   auto const status = cudaHostAlloc(&p, bytes == 0 ? 1 : bytes, cudaHostAllocPortable);
   if (status != cudaSuccess) {
     (void)cudaGetLastError();
-    throw out_of_memory{"gpufeed: cudaHostAlloc of " + mib(bytes) + " (" + std::to_string(bytes) +
+    throw out_of_memory{"gpufeed: cudaHostAlloc of " + mib_text(bytes) + " (" +
+                        std::to_string(bytes) +
                         " bytes) of pinned memory failed: " + cudaGetErrorString(status) +
                         ". Lower batch_size or prefetch_depth, raise the locked-memory limit "
                         "(ulimit -l), or set staging = staging_memory::pageable"};
@@ -61,9 +62,9 @@ device_buffer::device_buffer(std::size_t bytes) : size_{bytes} {
     std::size_t total = 0;
     (void)cudaMemGetInfo(&free, &total);
     (void)cudaGetLastError();
-    throw out_of_memory{"gpufeed: cudaMalloc of " + mib(bytes) + " of device memory failed (" +
-                        cudaGetErrorString(status) + "; " + mib(free) + " free of " + mib(total) +
-                        "). Lower batch_size or prefetch_depth"};
+    throw out_of_memory{"gpufeed: cudaMalloc of " + mib_text(bytes) + " of device memory failed (" +
+                        cudaGetErrorString(status) + "; " + mib_text(free) + " free of " +
+                        mib_text(total) + "). Lower batch_size or prefetch_depth"};
   }
   data_ = static_cast<std::byte*>(p);
   allocations.fetch_add(1, std::memory_order_relaxed);

@@ -7,8 +7,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpufeed/cuda/buffer.hpp"
@@ -20,16 +20,13 @@
 #include "gpufeed/detail/nvtx.hpp"
 #include "gpufeed/detail/slot.hpp"
 #include "gpufeed/detail/transform_kernel.hpp"
+#include "gpufeed/detail/units.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/log.hpp"
 
 namespace gpufeed::detail {
 
 namespace {
-
-std::string mib(std::size_t bytes) {
-  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
-}
 
 std::size_t physical_memory() noexcept {
   auto const pages = sysconf(_SC_PHYS_PAGES);
@@ -61,18 +58,12 @@ void check_budget(std::size_t slots, std::size_t slot_bytes, loader_options cons
   if (budget > 0 && need > budget) {
     throw out_of_memory{
         "gpufeed: the ring needs prefetch_depth " + std::to_string(slots) + " x " +
-        mib(slot_bytes) + " per batch = " + mib(need) + " of pinned memory, over the budget of " +
-        mib(budget) +
+        mib_text(slot_bytes) + " per batch = " + mib_text(need) +
+        " of pinned memory, over the budget of " + mib_text(budget) +
         (o.pinned_budget ? " (loader_options::pinned_budget)" : " (half the physical memory)") +
         "; lower prefetch_depth or batch_size, raise loader_options::pinned_budget, or set "
         "staging = staging_memory::pageable"};
   }
-}
-
-std::int64_t now_ns() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
 }
 
 class cuda_stage final : public device_stage {
@@ -93,10 +84,11 @@ class cuda_stage final : public device_stage {
     logger()->info(
         "CUDA path on device {} ({}): {} slots x ({} {} host + {} device) = {} {} and {} "
         "device, one copy stream{}",
-        device_, properties.name, slots, mib(host.slot_bytes()),
-        staging_ == staging_memory::pinned ? "pinned" : "pageable", mib(layout_.slot_bytes()),
-        mib(slots * host.slot_bytes()), staging_ == staging_memory::pinned ? "pinned" : "pageable",
-        mib(slots * layout_.slot_bytes()),
+        device_, properties.name, slots, mib_text(host.slot_bytes()),
+        staging_ == staging_memory::pinned ? "pinned" : "pageable", mib_text(layout_.slot_bytes()),
+        mib_text(slots * host.slot_bytes()),
+        staging_ == staging_memory::pinned ? "pinned" : "pageable",
+        mib_text(slots * layout_.slot_bytes()),
         layout_.any_transform() ? ", transforms fused after the copy" : "");
   }
 
@@ -109,6 +101,7 @@ class cuda_stage final : public device_stage {
       for (auto const& p : parts_) {
         GPUFEED_CUDA_LOG(cudaEventSynchronize(p->released.native()));
       }
+      // Freed here, while the guard holds the stage's device, not by the members' destructors.
       parts_.clear();
       constants_ = cuda::device_buffer{};
     } catch (std::exception const& e) {
@@ -131,38 +124,35 @@ class cuda_stage final : public device_stage {
 
   void bind_worker_thread() override { GPUFEED_CUDA_TRY(cudaSetDevice(device_)); }
 
+  // Called on worker threads only, which bind_worker_thread() put on the stage's device.
   void wait_host_free(std::size_t id) override {
     auto& p = *parts_[id];
     if (!p.copy_pending.load(std::memory_order_acquire)) {
       return;
     }
-    cuda::device_guard const guard{device_};
+    // The caller holds a claim on the slot's batch, so the pending copy is the previous
+    // batch's: no newer one can be recorded before that claim is done.
     if (!p.done.done()) {
       nvtx_range const range{"gpufeed: wait for copy"};
-      auto const from = now_ns();
+      auto const from = steady_ns();
       p.done.synchronize();
-      host_wait_ns_.fetch_add(now_ns() - from, std::memory_order_relaxed);
+      host_wait_ns_.fetch_add(steady_ns() - from, std::memory_order_relaxed);
     }
-    // One of the workers attached reads the copy's timing. A worker that attached late may get
-    // here after the batch it came to fill was completed and copied by others: that newer copy
-    // may still be running (done.done() is false again), and it is not this worker's to wait
-    // for, since it has no sample left to write.
-    std::lock_guard const lock{p.timing_mutex};
-    if (p.copy_pending.load(std::memory_order_relaxed) && p.done.done()) {
+    if (p.copy_pending.exchange(false, std::memory_order_acq_rel)) {
+      // The copy is complete: one of the workers reads its timing, without blocking.
       h2d_ns_.fetch_add(static_cast<std::int64_t>(cuda::elapsed_ms(p.start, p.copied) * 1e6f),
                         std::memory_order_relaxed);
-      transform_ns_.fetch_add(static_cast<std::int64_t>(cuda::elapsed_ms(p.copied, p.done) * 1e6f),
-                              std::memory_order_relaxed);
+      transform_ns_.fetch_add(
+          static_cast<std::int64_t>(cuda::elapsed_ms(p.copied, p.finished) * 1e6f),
+          std::memory_order_relaxed);
       timed_copies_.fetch_add(1, std::memory_order_relaxed);
-      p.copy_pending.store(false, std::memory_order_release);
     }
   }
 
+  // Called on worker threads only (see wait_host_free).
   void copy_async(std::size_t id, std::size_t samples) override {
     auto& p = *parts_[id];
-    cuda::device_guard const guard{device_};
-    auto const last = host_.spec().size() - 1;
-    auto const bytes = host_.field_offset(last) + samples * host_.field_bytes(last);
+    auto const bytes = host_.used_bytes(samples);
     {
       nvtx_range const range{"gpufeed: H2D"};
       // The device half may still be read by the consumer's work on the previous batch in
@@ -177,11 +167,9 @@ class cuda_stage final : public device_stage {
       nvtx_range const range{"gpufeed: transform"};
       enqueue_transforms(p, samples);
     }
-    {
-      std::lock_guard const lock{p.timing_mutex};  // never half-recorded for wait_host_free
-      p.done.record(copy_.native());
-      p.copy_pending.store(true, std::memory_order_release);
-    }
+    p.finished.record(copy_.native());
+    p.done.record(copy_.native());
+    p.copy_pending.store(true, std::memory_order_release);
     h2d_bytes_.fetch_add(bytes, std::memory_order_relaxed);
     copies_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -195,9 +183,14 @@ class cuda_stage final : public device_stage {
 
   void release(std::size_t id) noexcept override {
     auto& p = *parts_[id];
+    // Null when the batch never reached a stream (its hand-off failed): nothing to wait for.
+    auto const consumer = std::exchange(p.consumer, nullptr);
+    if (consumer == nullptr) {
+      return;
+    }
     try {
       cuda::device_guard const guard{device_};
-      p.released.record(p.consumer);
+      p.released.record(consumer);
       return;
     } catch (std::exception const& e) {
       try {
@@ -208,7 +201,7 @@ class cuda_stage final : public device_stage {
       } catch (...) {
       }
     }
-    GPUFEED_CUDA_LOG(cudaStreamSynchronize(p.consumer));
+    GPUFEED_CUDA_LOG(cudaStreamSynchronize(consumer));
   }
 
   void add_to(stats& out) const override {
@@ -242,11 +235,11 @@ class cuda_stage final : public device_stage {
     cuda::device_buffer device;
     cuda::cuda_event start{cuda::cuda_event::kind::timing};
     cuda::cuda_event copied{cuda::cuda_event::kind::timing};
-    cuda::cuda_event done{cuda::cuda_event::kind::timing};
-    cuda::cuda_event released{};
+    cuda::cuda_event finished{cuda::cuda_event::kind::timing};  // after the transforms
+    cuda::cuda_event done{};      // = finished, for waits: ordering-only events wait faster
+    cuda::cuda_event released{};  // the consumer's last use of the device half
     std::atomic<bool> copy_pending{false};
-    std::mutex timing_mutex;
-    cudaStream_t consumer = nullptr;  // the stream of the last hand_off
+    cudaStream_t consumer = nullptr;  // the stream of the current lease, null when none
   };
 
   void upload_transform_constants() {

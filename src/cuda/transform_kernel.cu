@@ -1,5 +1,6 @@
-// One thread per output element, grid-stride: the pass is bound by device-memory bandwidth,
-// and writes (2 or 4 bytes per element) are coalesced in every layout.
+// One thread per output element, grid-stride; writes (2 or 4 bytes per element) are coalesced
+// in every layout. Meant to be bound by device-memory bandwidth, but not measured yet: no
+// benchmark runs transforms (the 64-bit index arithmetic per element is the first suspect).
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -301,7 +302,10 @@ void hdf5_dataset::impl::open() {
   GPUFEED_EXPECTS(options.cache_chunks >= 1,
                   "hdf5_options::cache_chunks must be at least 1 (got 0)");
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) fail(std::string{"cannot open: "} + std::strerror(errno));
+  if (::stat(path.c_str(), &st) != 0) {
+    int const err = errno;
+    fail("cannot open: " + std::generic_category().message(err));
+  }
   if (!S_ISREG(st.st_mode)) fail("not a regular file");
   silence_hdf5();
   if (H5Fis_hdf5(path.c_str()) <= 0) {
@@ -311,7 +315,10 @@ void hdf5_dataset::impl::open() {
   file = h5_id{H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose};
   if (!file.valid()) fail(with_hdf5_error("cannot open as HDF5 (truncated or malformed?)"));
   fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(std::string{"cannot open: "} + std::strerror(errno));
+  if (fd < 0) {
+    int const err = errno;
+    fail("cannot open: " + std::generic_category().message(err));
+  }
 
   hsize_t userblock = 0;
   {
@@ -552,9 +559,10 @@ void hdf5_dataset::impl::pread_exact(field_info const& f, std::size_t index,
     auto const at = static_cast<off_t>(offset + done);
     ssize_t const got = ::pread(fd, dst.data() + done, dst.size() - done, at);
     if (got < 0) {
-      if (errno == EINTR) continue;
+      int const err = errno;  // before anything else can change it
+      if (err == EINTR) continue;
       fail(what() + ": read of " + std::to_string(dst.size()) + " bytes at offset " +
-           std::to_string(offset) + " failed: " + std::strerror(errno));
+           std::to_string(offset) + " failed: " + std::generic_category().message(err));
     }
     if (got == 0) {
       struct stat st {};
@@ -642,7 +650,10 @@ std::shared_ptr<decoded_chunk> hdf5_dataset::impl::claim_entry(chunk_cache& cach
   }
   if (victim == nullptr) victim = &cache.entries.emplace_back();  // room, or all in flight
   if (victim->data != nullptr && victim->data.use_count() == 1) {
-    // Only the cache holds it (readers take references under the lock): reuse its buffer.
+    // Only the cache holds it (readers take references under the lock): reuse its buffer. The
+    // fence orders the last reader's copy out of it (before its reference was dropped) before
+    // the new decode's writes; use_count() alone is a relaxed read.
+    std::atomic_thread_fence(std::memory_order_acquire);
     victim->data->ready = false;
     victim->data->error.clear();
   } else {

@@ -7,10 +7,6 @@
 namespace gpufeed::detail {
 
 namespace {
-std::size_t round_up(std::size_t n) {
-  return (n + slot_layout::alignment - 1) / slot_layout::alignment * slot_layout::alignment;
-}
-
 char const* layout_name(image_layout l) {
   return l == image_layout::hwc ? "hwc" : "chw";
 }
@@ -90,7 +86,7 @@ device_layout::device_layout(slot_layout const& host,
     if (by_field[f] != nullptr) {
       plan_transform(spec[f], *by_field[f], out);
       out.device_offset = slot_bytes_;
-      slot_bytes_ += round_up(out.bytes * host.batch_size());
+      slot_bytes_ += slot_layout::round_up(out.bytes * host.batch_size());
       any_transform_ = true;
     }
     fields_.push_back(std::move(out));

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "gpufeed/detail/nvtx.hpp"
+#include "gpufeed/detail/units.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/log.hpp"
 
@@ -17,12 +18,6 @@ namespace {
 std::int64_t nanoseconds_between(loader_core::clock::time_point from,
                                  loader_core::clock::time_point to) noexcept {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(to - from).count();
-}
-
-std::int64_t now_ns() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             loader_core::clock::now().time_since_epoch())
-      .count();
 }
 
 // Adds to a counter that only the calling worker writes: no read-modify-write needed.
@@ -52,9 +47,6 @@ std::exception_ptr wrap_current(std::size_t index, std::uint64_t epoch, unsigned
   return std::make_exception_ptr(sample_error{index, epoch, worker, message, std::move(file)});
 }
 
-std::string mib(std::size_t bytes) {
-  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
-}
 }  // namespace
 
 loader_core::loader_core(std::shared_ptr<dataset const> data, loader_options options)
@@ -88,8 +80,8 @@ loader_core::loader_core(std::shared_ptr<dataset const> data, loader_options opt
       plan_.batches(), plan_.steps(), options_.batch_size, options_.accumulation_steps,
       *options_.world_size, effective);
   logger()->info("{} workers, ring of {} slots x {} = {} of host memory, allocated once",
-                 options_.workers, slots_.size(), mib(layout_.slot_bytes()),
-                 mib(layout_.slot_bytes() * slots_.size()));
+                 options_.workers, slots_.size(), mib_text(layout_.slot_bytes()),
+                 mib_text(layout_.slot_bytes() * slots_.size()));
   if (sampler_.chunk_aware()) {
     logger()->info("chunk-aware shuffle: {} chunks of {} samples, drawn {} chunks at a time",
                    (data_->size() + data_->storage_chunk() - 1) / data_->storage_chunk(),
@@ -154,7 +146,8 @@ void loader_core::worker_main(unsigned worker) {
     }
   }
   std::unique_lock lock{mutex_};
-  while (!stopping_) {
+  // After a fatal error no batch can be completed: workers stop rather than retry it forever.
+  while (!stopping_ && !fatal_) {
     slot* s = find_work_locked();
     if (s == nullptr) {
       // Idle because every slot is taken counts as waiting for a free slot.
@@ -274,22 +267,25 @@ void loader_core::fail(std::exception_ptr error) noexcept {
 }
 
 void loader_core::fill(slot& s, unsigned worker) {
-  if (stage_) {
-    // The host half may still be the source of the previous batch's copy (rare: only when
-    // workers lap the copy engine).
-    try {
-      stage_->wait_host_free(s.id);
-    } catch (...) {
-      fail(std::current_exception());
-      return;
-    }
-  }
+  bool host_free = stage_ == nullptr;
   // No lock: claims are atomic, and `count` cannot change while this worker is attached.
   while (!stop_flag_.load(std::memory_order_relaxed) &&
          !s.cancelled.load(std::memory_order_relaxed)) {
     auto const first = s.next_claim.fetch_add(s.grain, std::memory_order_acq_rel);
     if (first >= s.count) {
       return;
+    }
+    if (!host_free) {
+      // The host half may still be the source of the previous batch's copy. Checked only
+      // while holding a claim: then this batch cannot be complete, so no newer copy of the
+      // slot exists, and the copy waited for is always the previous one.
+      try {
+        stage_->wait_host_free(s.id);
+      } catch (...) {
+        fail(std::current_exception());
+        return;
+      }
+      host_free = true;
     }
     auto const last = std::min(first + s.grain, s.count);
     for (auto position = first; position < last; ++position) {
@@ -307,20 +303,18 @@ void loader_core::read_one(slot& s, std::size_t position, unsigned worker) {
   auto const index = sampler_.index(epoch, s.first_position + position);
   s.indices[position] = index;
   read_context const ctx{index, epoch, worker, mix_seed(options_.seed, epoch, index), &stop_flag_};
-  auto const begin = now_ns();
+  auto const begin = steady_ns();
   me.index.store(index, std::memory_order_relaxed);
   me.since_ns.store(begin, std::memory_order_relaxed);
   me.on.store(&s, std::memory_order_release);
   nvtx_range const range{"gpufeed: read"};
   try {
     data_->read(index, sample_view{layout_, s.memory, position}, ctx);
-    s.failed[position] = 0;
   } catch (...) {
-    s.failed[position] = 1;
     s.errors[position] = wrap_current(index, epoch, worker);
   }
   me.on.store(nullptr, std::memory_order_relaxed);
-  add(me.read_ns, now_ns() - begin);
+  add(me.read_ns, steady_ns() - begin);
   add(me.reads, std::uint64_t{1});
 }
 
@@ -328,7 +322,7 @@ void loader_core::finish_contents(slot& s) {
   // Every read of this slot has returned and this worker is still attached: the slot is ours.
   std::size_t kept = 0;
   for (std::size_t p = 0; p < s.count; ++p) {
-    if (s.failed[p] == 0) {
+    if (!s.errors[p]) {
       if (kept != p) {  // close the gap left by a skipped sample (only after a skip)
         for (std::size_t f = 0; f < layout_.spec().size(); ++f) {
           std::memmove(layout_.locate(s.memory, f, kept), layout_.locate(s.memory, f, p),
@@ -347,8 +341,7 @@ void loader_core::finish_contents(slot& s) {
     } else {
       s.skipped.push_back(s.indices[p]);
     }
-    s.errors[p] = nullptr;
-    s.failed[p] = 0;
+    s.errors[p] = nullptr;  // ready for the slot's next batch
   }
   s.delivered = kept;
 }
@@ -374,7 +367,7 @@ void loader_core::complete(slot& s) {
     wake = consumer_waiting_;
   }
   if (wake) {
-    ready_cv_.notify_all();
+    ready_cv_.notify_one();  // one consumer thread
   }
 }
 
@@ -470,7 +463,6 @@ std::optional<batch> loader_core::next(std::optional<stream_view> consumer) {
   wait_range.reset();
   consumer_wait_ns_ += nanoseconds_between(wait_from, clock::now());
   ready_sum_ += static_cast<double>(count_locked(slot::state::ready));
-  ++ready_seen_;
   ++consumer_.sequence;
   if (s->error) {
     auto error = std::exchange(s->error, nullptr);
@@ -500,13 +492,13 @@ std::optional<batch> loader_core::next(std::optional<stream_view> consumer) {
 void loader_core::record_delivery_locked(slot const& s) {
   ++batches_;
   samples_ += s.delivered;
-  skipped_ += s.skipped.size();
   for (auto index : s.skipped) {
+    ++skipped_;
     if (skipped_list_.size() < options_.max_listed_skips) {
       skipped_list_.push_back(index);
     }
     // Say it, but do not flood the log when a whole shard is bad.
-    if (++skip_logs_ <= 20) {
+    if (skipped_ <= 20) {
       logger()->warn("skipped sample {} (epoch {}, batch {}); {} skipped so far", index, s.at.epoch,
                      s.at.sequence, skipped_);
     }
@@ -527,7 +519,7 @@ std::pair<std::size_t, std::string> loader_core::describe_wait_locked(slot const
                        (free > 0 ? "; no worker has taken the free slot yet)" : ")")};
   }
   // The read in progress on this batch that started first is the one everybody waits for.
-  auto const now = now_ns();
+  auto const now = steady_ns();
   std::optional<unsigned> oldest;
   for (unsigned w = 0; w < options_.workers; ++w) {
     if (activity_[w].on.load(std::memory_order_acquire) == s &&
@@ -605,7 +597,7 @@ loader_state loader_core::state() const {
   out.seed = options_.seed;
   out.epoch = consumer_.epoch;
   out.next_sequence = consumer_.sequence;
-  out.dataset_size = data_->size();
+  out.dataset_size = sampler_.dataset_size();  // dataset::size() is read once, at construction
   out.batch_size = options_.batch_size;
   out.rank = *options_.rank;
   out.world_size = *options_.world_size;
@@ -669,7 +661,8 @@ stats loader_core::snapshot() const {
   out.skipped_indices = skipped_list_;
   out.ring_ready = count_locked(slot::state::ready);
   out.ring_leased = count_locked(slot::state::leased);
-  out.ring_ready_mean = ready_seen_ > 0 ? ready_sum_ / static_cast<double>(ready_seen_) : 0.0;
+  auto const seen = batches_ + failed_batches_;  // every next() that added to ready_sum_
+  out.ring_ready_mean = seen > 0 ? ready_sum_ / static_cast<double>(seen) : 0.0;
   return out;
 }
 

@@ -27,7 +27,7 @@ aligned_bytes allocate_resident(std::size_t bytes, std::size_t alignment, char c
 
 slot::slot(std::size_t position, std::byte* external, std::size_t bytes, std::size_t alignment,
            std::size_t batch_size)
-    : id{position}, indices(batch_size), failed(batch_size), errors(batch_size), memory{external} {
+    : id{position}, indices(batch_size), errors(batch_size), memory{external} {
   if (memory == nullptr) {
     owned_memory = allocate_resident(bytes, alignment, "a ring slot");
     memory = owned_memory.get();

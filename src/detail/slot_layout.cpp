@@ -19,7 +19,7 @@ slot_layout::slot_layout(sample_spec spec, std::size_t batch_size)
     offsets_.push_back(slot_bytes_);
     field_bytes_.push_back(bytes);
     auto const region = bytes * batch_size_;
-    slot_bytes_ += (region + alignment - 1) / alignment * alignment;
+    slot_bytes_ += round_up(region);
   }
 }
 

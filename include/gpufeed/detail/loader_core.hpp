@@ -129,8 +129,6 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   std::vector<std::size_t> skipped_list_;
   std::int64_t consumer_wait_ns_ = 0;
   double ready_sum_ = 0;
-  std::uint64_t ready_seen_ = 0;
-  std::uint64_t skip_logs_ = 0;
 };
 
 }  // namespace gpufeed::detail

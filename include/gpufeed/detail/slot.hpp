@@ -57,15 +57,15 @@ struct slot {
   std::size_t count = 0;           // samples assigned; stable while a worker is attached
   std::size_t delivered = 0;       // samples left after skipped ones are removed
   step_info step;
-  unsigned attached = 0;     // workers filling it right now
+  unsigned attached = 0;  // workers filling it right now
+  // Set by the completing worker, which holds the slot alone then (see finish_contents).
   std::exception_ptr error;  // the first failed sample's, under error_policy::raise
 
   // Position p is written only by the worker that claimed p, and read by whoever completes the
   // slot (the acq_rel decrement of `remaining` orders them). Sized batch_size once.
   std::vector<std::size_t> indices;
-  std::vector<std::uint8_t> failed;
-  std::vector<std::exception_ptr> errors;
-  std::vector<std::size_t> skipped;  // capacity batch_size; filled at completion
+  std::vector<std::exception_ptr> errors;  // set for a failed read, null otherwise
+  std::vector<std::size_t> skipped;        // capacity batch_size; filled at completion
 
   // Hot counters on their own cache lines: every worker touches them once per claim.
   alignas(64) std::atomic<std::size_t> next_claim{0};

@@ -15,6 +15,10 @@ class slot_layout {
  public:
   /// Region alignment: enough for any dtype, vector loads and cudaMemcpy's fast paths.
   static constexpr std::size_t alignment = 256;
+  /// `bytes` rounded up to a multiple of `alignment`.
+  [[nodiscard]] static constexpr std::size_t round_up(std::size_t bytes) noexcept {
+    return (bytes + alignment - 1) / alignment * alignment;
+  }
 
   slot_layout(sample_spec spec, std::size_t batch_size);
 
@@ -26,6 +30,11 @@ class slot_layout {
   [[nodiscard]] std::size_t field_offset(std::size_t f) const noexcept { return offsets_[f]; }
   /// Bytes of one sample of field `f`.
   [[nodiscard]] std::size_t field_bytes(std::size_t f) const noexcept { return field_bytes_[f]; }
+  /// Bytes from the slot's start to the end of the last field's first `samples` samples: what
+  /// one copy of a batch of `samples` samples must move.
+  [[nodiscard]] std::size_t used_bytes(std::size_t samples) const noexcept {
+    return offsets_.back() + samples * field_bytes_.back();
+  }
   /// Where sample `position` of field `f` starts inside a slot based at `slot`.
   [[nodiscard]] std::byte* locate(std::byte* slot, std::size_t f,
                                   std::size_t position) const noexcept {
