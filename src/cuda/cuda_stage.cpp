@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -124,34 +125,36 @@ class cuda_stage final : public device_stage {
 
   void bind_worker_thread() override { GPUFEED_CUDA_TRY(cudaSetDevice(device_)); }
 
-  // Called on worker threads only, which bind_worker_thread() put on the stage's device.
   void wait_host_free(std::size_t id) override {
     auto& p = *parts_[id];
     if (!p.copy_pending.load(std::memory_order_acquire)) {
       return;
     }
-    // The caller holds a claim on the slot's batch, so the pending copy is the previous
-    // batch's: no newer one can be recorded before that claim is done.
+    cuda::device_guard const guard{device_};
     if (!p.done.done()) {
       nvtx_range const range{"gpufeed: wait for copy"};
       auto const from = steady_ns();
       p.done.synchronize();
       host_wait_ns_.fetch_add(steady_ns() - from, std::memory_order_relaxed);
     }
-    if (p.copy_pending.exchange(false, std::memory_order_acq_rel)) {
-      // The copy is complete: one of the workers reads its timing, without blocking.
+    // One of the workers attached reads the copy's timing. A worker that attached late may get
+    // here after the batch it came to fill was completed and copied by others: that newer copy
+    // may still be running (done.done() is false again), and it is not this worker's to wait
+    // for, since it has no sample left to write.
+    std::lock_guard const lock{p.timing_mutex};
+    if (p.copy_pending.load(std::memory_order_relaxed) && p.done.done()) {
       h2d_ns_.fetch_add(static_cast<std::int64_t>(cuda::elapsed_ms(p.start, p.copied) * 1e6f),
                         std::memory_order_relaxed);
-      transform_ns_.fetch_add(
-          static_cast<std::int64_t>(cuda::elapsed_ms(p.copied, p.finished) * 1e6f),
-          std::memory_order_relaxed);
+      transform_ns_.fetch_add(static_cast<std::int64_t>(cuda::elapsed_ms(p.copied, p.done) * 1e6f),
+                              std::memory_order_relaxed);
       timed_copies_.fetch_add(1, std::memory_order_relaxed);
+      p.copy_pending.store(false, std::memory_order_release);
     }
   }
 
-  // Called on worker threads only (see wait_host_free).
   void copy_async(std::size_t id, std::size_t samples) override {
     auto& p = *parts_[id];
+    cuda::device_guard const guard{device_};
     auto const bytes = host_.used_bytes(samples);
     {
       nvtx_range const range{"gpufeed: H2D"};
@@ -167,9 +170,11 @@ class cuda_stage final : public device_stage {
       nvtx_range const range{"gpufeed: transform"};
       enqueue_transforms(p, samples);
     }
-    p.finished.record(copy_.native());
-    p.done.record(copy_.native());
-    p.copy_pending.store(true, std::memory_order_release);
+    {
+      std::lock_guard const lock{p.timing_mutex};  // never half-recorded for wait_host_free
+      p.done.record(copy_.native());
+      p.copy_pending.store(true, std::memory_order_release);
+    }
     h2d_bytes_.fetch_add(bytes, std::memory_order_relaxed);
     copies_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -235,10 +240,10 @@ class cuda_stage final : public device_stage {
     cuda::device_buffer device;
     cuda::cuda_event start{cuda::cuda_event::kind::timing};
     cuda::cuda_event copied{cuda::cuda_event::kind::timing};
-    cuda::cuda_event finished{cuda::cuda_event::kind::timing};  // after the transforms
-    cuda::cuda_event done{};      // = finished, for waits: ordering-only events wait faster
+    cuda::cuda_event done{cuda::cuda_event::kind::timing};  // after the transforms
     cuda::cuda_event released{};  // the consumer's last use of the device half
     std::atomic<bool> copy_pending{false};
+    std::mutex timing_mutex;
     cudaStream_t consumer = nullptr;  // the stream of the current lease, null when none
   };
 

@@ -267,25 +267,22 @@ void loader_core::fail(std::exception_ptr error) noexcept {
 }
 
 void loader_core::fill(slot& s, unsigned worker) {
-  bool host_free = stage_ == nullptr;
+  if (stage_) {
+    // The host half may still be the source of the previous batch's copy (rare: only when
+    // workers lap the copy engine).
+    try {
+      stage_->wait_host_free(s.id);
+    } catch (...) {
+      fail(std::current_exception());
+      return;
+    }
+  }
   // No lock: claims are atomic, and `count` cannot change while this worker is attached.
   while (!stop_flag_.load(std::memory_order_relaxed) &&
          !s.cancelled.load(std::memory_order_relaxed)) {
     auto const first = s.next_claim.fetch_add(s.grain, std::memory_order_acq_rel);
     if (first >= s.count) {
       return;
-    }
-    if (!host_free) {
-      // The host half may still be the source of the previous batch's copy. Checked only
-      // while holding a claim: then this batch cannot be complete, so no newer copy of the
-      // slot exists, and the copy waited for is always the previous one.
-      try {
-        stage_->wait_host_free(s.id);
-      } catch (...) {
-        fail(std::current_exception());
-        return;
-      }
-      host_free = true;
     }
     auto const last = std::min(first + s.grain, s.count);
     for (auto position = first; position < last; ++position) {
