@@ -246,6 +246,42 @@ TEST(loader_errors_test, DiscardedFailureDoesNotSurfaceLater) {
   EXPECT_EQ(l.snapshot().failed_batches, 0U);
 }
 
+// Fails sample 5 and holds sample 6 at a gate, both in epoch 0 only.
+class fail_then_hold_dataset final : public echo_dataset {
+ public:
+  explicit fail_then_hold_dataset(std::size_t size, std::shared_ptr<gate> g)
+      : echo_dataset{size}, gate_{std::move(g)} {}
+
+ protected:
+  void before_read(std::size_t index, gpufeed::read_context const& ctx) const override {
+    if (ctx.epoch != 0) return;
+    if (index == 5) throw std::runtime_error{failure_message(index)};
+    if (index == 6) (void)gate_->pass(ctx, false);
+  }
+
+ private:
+  std::shared_ptr<gate> gate_;
+};
+
+TEST(loader_errors_test, FailureInABatchCancelledBeforeItsLastReadIsForgotten) {
+  // One worker reads batch 1 (samples 4..7) in order: 5 fails, 6 waits at the gate, and
+  // set_epoch(1) cancels the batch, so 7 is never read and the batch never completes. The slot's
+  // next batch must not inherit the failure recorded at position 1 (it once did).
+  std::size_t const n = 16;
+  auto g = std::make_shared<gate>();
+  auto data = std::make_shared<fail_then_hold_dataset>(n, g);
+  auto o = small_options(4, 1);
+  o.prefetch_depth = 2;
+  loader l{data, o};
+  ASSERT_TRUE(l.next().has_value());
+  ASSERT_TRUE(g->wait_entered(1)) << "sample 6 was never read";
+  l.set_epoch(1);
+  g->open();
+  auto records = drain_epoch(l);
+  EXPECT_EQ(index_lists(records), expected_batches(n, o, 1));
+  EXPECT_EQ(l.snapshot().failed_batches, 0U);
+}
+
 // ------------------------------------------------------------------------------------------------
 // error_policy::skip
 

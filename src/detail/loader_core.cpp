@@ -305,6 +305,9 @@ void loader_core::read_one(slot& s, std::size_t position, unsigned worker) {
   me.since_ns.store(begin, std::memory_order_relaxed);
   me.on.store(&s, std::memory_order_release);
   nvtx_range const range{"gpufeed: read"};
+  // Normally finish_contents has cleared it, but a batch cancelled before its last read never gets
+  // there, and its failures must not pass to the slot's next batch.
+  s.errors[position] = nullptr;
   try {
     data_->read(index, sample_view{layout_, s.memory, position}, ctx);
   } catch (...) {
@@ -338,7 +341,8 @@ void loader_core::finish_contents(slot& s) {
     } else {
       s.skipped.push_back(s.indices[p]);
     }
-    s.errors[p] = nullptr;  // ready for the slot's next batch
+    // Released here, before the consumer can see the batch: it may still hold s.error.
+    s.errors[p] = nullptr;
   }
   s.delivered = kept;
 }
