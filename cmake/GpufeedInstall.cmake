@@ -2,7 +2,11 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-install(TARGETS gpufeed EXPORT gpufeedTargets
+set(gpufeed_installed_targets gpufeed)
+if(GPUFEED_WITH_TORCH)
+  list(APPEND gpufeed_installed_targets gpufeed_torch)  # gpufeed::torch
+endif()
+install(TARGETS ${gpufeed_installed_targets} EXPORT gpufeedTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

@@ -4,6 +4,7 @@
 #include <array>
 #include <charconv>
 #include <cstdint>
+#include <fstream>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -79,6 +80,19 @@ void loader::restore(loader_state const& state) {
 }
 stats loader::snapshot() const {
   return core_->snapshot();
+}
+void loader::write_trace(std::ostream& out) const {
+  core_->write_trace(out);
+}
+void loader::write_trace(std::filesystem::path const& path) const {
+  std::ostringstream text;
+  core_->write_trace(text);
+  std::ofstream file{path, std::ios::binary | std::ios::trunc};
+  file << text.view();
+  file.flush();
+  if (!file) {
+    throw file_error{path.string(), "cannot write the trace"};
+  }
 }
 
 // ---- loader_state's text form ----------------------------------------------------------------

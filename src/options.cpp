@@ -49,14 +49,33 @@ loader_options resolve_distributed(loader_options options) {
 void validate(loader_options const& o) {
   constexpr std::size_t max_batch = std::size_t{1} << 32;
   expect_range<std::size_t>("batch_size", o.batch_size, 1, max_batch);
-  expect_range<unsigned>("workers", o.workers, 1, 1024,
-                         " (worker threads; use at least 1, typically the core count)");
-  expect_range<std::size_t>("prefetch_depth", o.prefetch_depth, 1, 4096,
-                            " (slots in the ring; 2 or more lets reading overlap training)");
+  if (o.workers != auto_workers) {
+    expect_range<unsigned>("workers", o.workers, 1, 1024,
+                           " (worker threads; use at least 1, typically the core count, or "
+                           "gpufeed::auto_workers to let the loader choose)");
+  }
+  if (o.prefetch_depth != auto_depth) {
+    expect_range<std::size_t>("prefetch_depth", o.prefetch_depth, 1, 4096,
+                              " (slots in the ring; 2 or more lets reading overlap training; or "
+                              "gpufeed::auto_depth to let the loader choose)");
+  }
+  expect_range<unsigned>("autotune.max_workers", o.autotune.max_workers, 0, 1024,
+                         " (0: the cores this process may run on, at most 64)");
+  expect_range<std::size_t>("autotune.max_depth", o.autotune.max_depth, 1, 4096,
+                            " (most ring slots an automatic prefetch_depth may use)");
+  expect_range<std::size_t>("autotune.window_batches", o.autotune.window_batches, 2, 4096,
+                            " (batches between two autotuner decisions)");
+  if (o.autotune.memory_budget) {
+    GPUFEED_EXPECTS(*o.autotune.memory_budget > 0,
+                    "loader_options::autotune.memory_budget = 0 leaves no room for the ring; "
+                    "leave it unset for the default (1/8 of physical memory, at most 4 GiB)");
+  }
   expect_range<std::size_t>("accumulation_steps", o.accumulation_steps, 1, max_batch,
                             " (1 means no gradient accumulation)");
   expect_range<std::size_t>("chunk_window", o.chunk_window, 0, std::size_t{1} << 20,
                             " (chunks drawn from together by the chunk-aware shuffle; 0 = off)");
+  expect_range<std::size_t>("trace_events", o.trace_events, 0, std::size_t{1} << 24,
+                            " (stage spans kept for write_trace, 48 bytes each; 0 = off)");
   GPUFEED_EXPECTS(o.timeout.count() >= 0,
                   "loader_options::timeout = " + std::to_string(o.timeout.count()) +
                       " ms is negative; use 0 to wait forever");

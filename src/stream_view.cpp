@@ -15,4 +15,10 @@ stream_view::stream_view(native_type stream) : stream_{stream} {
                   "or cudaStreamPerThread");
 }
 
+stream_view stream_view::legacy_default() noexcept {
+  // cudaStreamLegacy (0x1) rather than 0: the handle that means the legacy stream even in
+  // programs compiled with per-thread default streams.
+  return stream_view{reinterpret_cast<native_type>(std::uintptr_t{1}), unchecked{}};
+}
+
 }  // namespace gpufeed

@@ -114,6 +114,12 @@ TEST(StreamView, RefusesTheLegacyDefaultStream) {
   EXPECT_EQ(stream_view{per_thread}.native(), per_thread);
 }
 
+TEST(StreamView, LegacyDefaultIsOnlyEverNamedExplicitly) {
+  // cudaStreamLegacy's handle, which the constructor refuses when passed as a plain value.
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(stream_view::legacy_default().native()), 1U);
+  EXPECT_EQ(stream_view::legacy_default(), stream_view::legacy_default());
+}
+
 TEST(CudaOptions, TransformsOnTheHostPathAreRefused) {
   loader_options options{.batch_size = 2};
   options.transforms = {{.field = "image"}};

@@ -8,19 +8,23 @@
 namespace gpufeed::bench {
 
 void add_common_options(CLI::App& command, common_options& options) {
-  command.add_option("--batch-size", options.batch_size, "Samples per batch")
+  command
+      .add_option("--batch-size", options.batch_size,
+                  "Samples per batch (loader_options::batch_size)")
       ->type_name("N")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   command
       .add_option("--workers", options.workers,
-                  "Loader worker threads (also the thread count of the memcpy peak)")
+                  "Loader worker threads (loader_options::workers; default: the CPUs this "
+                  "process may use)")
       ->type_name("N")
       ->check(CLI::Range(1U, 1024U))
       ->capture_default_str();
   command
       .add_option("--prefetch-depth", options.prefetch_depth,
-                  "Slots in the loader's ring: batches prepared ahead, leases included")
+                  "Slots in the loader's ring: batches prepared ahead, leases included "
+                  "(loader_options::prefetch_depth)")
       ->type_name("N")
       ->check(CLI::Range(std::size_t{1}, std::size_t{4096}))
       ->capture_default_str();
@@ -30,7 +34,8 @@ void add_common_options(CLI::App& command, common_options& options) {
       ->capture_default_str();
   command
       .add_option("--json", options.json_path,
-                  "Also write the report as JSON to FILE (schema: docs/benchmarks/README.md)")
+                  "Also write the report as JSON to FILE (schema: docs/benchmarks/schema.json; "
+                  "default: none)")
       ->type_name("FILE");
   command.add_flag("--verbose,-v", options.verbose,
                    "Keep the library's info-level log (default: warnings and errors only)");
@@ -58,8 +63,12 @@ json to_json(common_options const& options) {
 }
 
 void apply_log_level(common_options const& options) {
+  apply_log_level(options.verbose);
+}
+
+void apply_log_level(bool verbose) {
   // --verbose leaves the level the library chose (GPUFEED_LOG_LEVEL, else info).
-  if (!options.verbose) gpufeed::set_log_level("warn");
+  if (!verbose) gpufeed::set_log_level("warn");
 }
 
 unsigned default_workers() {

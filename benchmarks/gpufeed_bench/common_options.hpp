@@ -34,6 +34,8 @@ void add_common_options(CLI::App& command, common_options& options);
 
 /// Sets the library's log level to "warn" unless --verbose was given.
 void apply_log_level(common_options const& options);
+/// As above, for a subcommand with its own flags (sweep).
+void apply_log_level(bool verbose);
 
 /// CPUs this process may use; the default worker count.
 [[nodiscard]] unsigned default_workers();

@@ -96,67 +96,96 @@ CLI::App* add_compare_command(CLI::App& app, compare_config& config) {
   add_common_options(*command, config.common);
   command
       ->add_option("--dataset", config.dataset,
-                   "synthetic | memory | hdf5:PATH | hdf5:PATH:name1,name2 | images:DIR")
+                   "What every peer reads: synthetic (generated per read, --cpu-cost-us of busy "
+                   "CPU each), memory (the same content held in RAM), hdf5:PATH (every dataset "
+                   "of the file), hdf5:PATH:name1,name2 (those datasets) or images:DIR (a "
+                   "class-per-folder JPEG/PNG tree); hdf5 and images need HDF5 / OpenCV builds")
+      ->type_name("KIND")
       ->capture_default_str();
   command
       ->add_option("--order", config.order,
                    "gpufeed's order: shuffle, chunk-aware (shuffle with chunk_window = "
                    "--chunk-window) or sequential; the torch peers always shuffle")
+      ->type_name("ORDER")
       ->check(CLI::IsMember({"shuffle", "chunk-aware", "sequential"}))
       ->capture_default_str();
   command
       ->add_option("--chunk-window", config.chunk_window,
                    "Chunks drawn from together by --order chunk-aware (loader_options::"
-                   "chunk_window); the HDF5 chunk cache holds twice as many")
+                   "chunk_window), in chunks; the HDF5 chunk cache holds twice as many")
+      ->type_name("N")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1024}))
       ->capture_default_str();
   command
       ->add_option("--on-error", config.on_error,
                    "raise or skip a failing sample (gpufeed: error_policy; torch_python: a "
                    "collate that drops it; libtorch's loader cannot skip)")
+      ->type_name("POLICY")
       ->check(CLI::IsMember({"raise", "skip"}))
       ->capture_default_str();
   command
       ->add_option("--peers", config.peers,
-                   "Comma-separated loaders to run: gpufeed, torch_cpp, torch_python")
+                   "Loaders to run, comma-separated: gpufeed, torch_cpp (libtorch's C++ loader; "
+                   "needs a libtorch build), torch_python (PyTorch's, in --python)")
+      ->type_name("PEER,...")
       ->delimiter(',')
       ->check(CLI::IsMember({"gpufeed", "torch_cpp", "torch_python"}))
       ->capture_default_str();
-  command->add_option("--repeats", config.repeats, "Interleaved rounds (one run of each peer)")
+  command
+      ->add_option("--repeats", config.repeats,
+                   "Interleaved rounds, each one run of every peer; the report gives medians")
+      ->type_name("N")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1000}))
       ->capture_default_str();
-  command->add_option("--warmup", config.warmup, "Untimed batches before each timed run")
+  command
+      ->add_option("--warmup", config.warmup,
+                   "Untimed batches before each timed run (every peer, each run)")
+      ->type_name("N")
       ->capture_default_str();
   command
       ->add_option("--torch-cpp-batches", config.torch_cpp_batches,
                    "Timed batches of the torch_cpp peer (0: --batches)")
+      ->type_name("N")
       ->capture_default_str();
   command
       ->add_option("--python-batches", config.python_batches,
                    "Timed batches of the torch_python peer, which is often 10-100x slower (0: "
                    "--batches)")
+      ->type_name("N")
       ->capture_default_str();
   command->add_option("--samples", config.samples, "synthetic, memory: samples per epoch")
+      ->type_name("N")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   command
       ->add_option(
           "--sample-bytes", config.sample_bytes,
           "synthetic, memory: bytes of the uint8 image field ([3, s, s] when it is 3 s^2), "
-          "besides an int64 label")
+          "besides an 8-byte int64 label")
+      ->type_name("BYTES")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30))
       ->capture_default_str();
   command
       ->add_option("--cpu-cost-us", config.cpu_cost_us,
                    "synthetic: busy CPU time per sample, standing in for decoding (every peer "
-                   "burns it in its read)")
+                   "burns it in its read), in microseconds per sample")
+      ->type_name("US")
       ->check(CLI::Range(0.0, 1e6))
       ->capture_default_str();
-  command->add_option("--image-size", config.image_size, "images: output height and width")
+  command
+      ->add_option("--image-size", config.image_size,
+                   "images: output height and width in pixels (random resized crop)")
+      ->type_name("PX")
       ->check(CLI::Range(1, 16384))
       ->capture_default_str();
-  command->add_option("--seed", config.seed, "Shuffle and content seed")->capture_default_str();
-  command->add_option("--python", config.python, "The interpreter of the torch_python peer")
+  command->add_option("--seed", config.seed, "Shuffle seed and synthetic content seed")
+      ->type_name("N")
+      ->capture_default_str();
+  command
+      ->add_option("--python", config.python,
+                   "The interpreter of the torch_python peer; it needs torch (and h5py / "
+                   "torchvision for those datasets)")
+      ->type_name("PATH")
       ->capture_default_str();
   command->footer(
       "Each repeat runs gpufeed, then torch_cpp, then torch_python, each a fresh loader: "

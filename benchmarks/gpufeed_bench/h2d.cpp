@@ -220,7 +220,9 @@ CLI::App* add_h2d_command(CLI::App& app, h2d_config& config) {
       ->type_name("N")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1000}))
       ->capture_default_str();
-  command->add_option("--device", config.device, "CUDA device to measure")
+  command
+      ->add_option("--device", config.device,
+                   "Index of the CUDA device to measure (as cudaSetDevice)")
       ->type_name("N")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();

@@ -26,6 +26,13 @@ std::string utc_now_iso8601() {
 
 }  // namespace
 
+json to_json(grid_cell const& cell) {
+  return {{"batch_size", cell.batch_size},
+          {"workers", cell.workers},
+          {"prefetch_depth", cell.prefetch_depth},
+          {"chosen_by", cell.chosen_by}};
+}
+
 json to_json(bench_result const& result) {
   return {{"loader", result.loader},
           {"samples_per_s", or_null(result.samples_per_s)},
@@ -37,6 +44,7 @@ json to_json(bench_result const& result) {
           {"peak_rss_bytes", or_null(result.peak_rss_bytes)},
           {"pinned_bytes", or_null(result.pinned_bytes)},
           {"skipped", or_null(result.skipped)},
+          {"cell", result.cell ? to_json(*result.cell) : json(nullptr)},
           {"details", result.details}};
 }
 
@@ -54,9 +62,10 @@ json to_json(report const& rep) {
   json goals = json::array();
   for (auto const& target : rep.goals) goals.push_back(to_json(target));
   return {{"tool", "gpufeed-bench"},
-          {"schema_version", 1},
+          {"schema_version", report_schema_version},
           {"gpufeed_version", gpufeed::version},
           {"command", rep.command},
+          {"command_line", rep.command_line},
           {"date", utc_now_iso8601()},
           {"machine", to_json(rep.machine)},
           {"config", rep.config},

@@ -1,14 +1,17 @@
 #pragma once
 // The report every subcommand produces, and its JSON form (written by --json FILE).
 //
-// Schema (version 1), shared by all subcommands:
-//   {"tool": "gpufeed-bench", "schema_version": 1, "gpufeed_version": "0.1.0",
-//    "command": "<subcommand>", "date": "<UTC ISO 8601>",
+// Schema (version 2), shared by all subcommands; the JSON Schema is docs/benchmarks/schema.json
+// (validated by the bench.schema.* tests) and docs/benchmarks/README.md describes the fields:
+//   {"tool": "gpufeed-bench", "schema_version": 2, "gpufeed_version": "0.1.0",
+//    "command": "<subcommand>", "command_line": ["gpufeed-bench", "<subcommand>", ...],
+//    "date": "<UTC ISO 8601>",
 //    "machine": {"cpus": N, "gpu": null | "<name>", ...},
 //    "config": {<every flag of the subcommand>},
 //    "results": [{"loader": "...", "samples_per_s": x | null, "batches_per_s": ..., "bytes_per_s",
 //                 "handoff_us", "memcpy_bytes_per_s", "ratio", "peak_rss_bytes",
-//                 "pinned_bytes", "details": {...}}],
+//                 "pinned_bytes", "skipped", "cell": null | {"batch_size", "workers",
+//                 "prefetch_depth", "chosen_by"}, "details": {...}}],
 //    "goals": [{"metric": "...", "comparison": "<" | ">=", "target": x, "value": y,
 //               "met": bool}]}
 
@@ -32,14 +35,19 @@ struct goal {
   }
 };
 
+/// The version written as "schema_version"; docs/benchmarks/schema.json accepts 1 and 2.
+inline constexpr int report_schema_version = 2;
+
 struct report {
   std::string command;
+  std::vector<std::string> command_line;  ///< argv as given (main fills it in)
   machine_info machine;
   json config = json::object();
   std::vector<bench_result> results;
   std::vector<goal> goals;
 };
 
+[[nodiscard]] json to_json(grid_cell const& cell);
 [[nodiscard]] json to_json(bench_result const& result);
 [[nodiscard]] json to_json(goal const& target);
 [[nodiscard]] json to_json(report const& rep);

@@ -79,6 +79,10 @@ CLI::App* add_memcpy_command(CLI::App& app, memcpy_config& config) {
       "Loader bandwidth over an in-memory dataset (each read is one memcpy of a sample), next "
       "to this machine's multi-thread memcpy bandwidth for the same copies");
   add_common_options(*command, config.common);
+  command->get_option("--workers")
+      ->description(
+          "Loader worker threads, and the thread count of the memcpy peak (default: the CPUs "
+          "this process may use)");
   command->add_option("--sample-bytes", config.sample_bytes, "Bytes per sample (one uint8 field)")
       ->type_name("BYTES")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 32))
@@ -103,7 +107,9 @@ CLI::App* add_memcpy_command(CLI::App& app, memcpy_config& config) {
       ->capture_default_str();
   command->add_flag("--shuffle", config.shuffle,
                     "Read samples in the loader's seeded random order (the peak uses the same)");
-  command->add_option("--seed", config.seed, "Shuffle seed")->type_name("N")->capture_default_str();
+  command->add_option("--seed", config.seed, "Seed of the --shuffle order (ignored without it)")
+      ->type_name("N")
+      ->capture_default_str();
   command->footer(
       "Each repeat runs the loader, then the memcpy peak, on the same source. The loader: a fresh "
       "gpufeed::loader over gpufeed::in_memory; the consumer takes --batches batches after "

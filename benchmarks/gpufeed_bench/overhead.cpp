@@ -134,11 +134,15 @@ CLI::App* add_overhead_command(CLI::App& app, overhead_config& config) {
       ->type_name("BYTES")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 32))
       ->capture_default_str();
-  command->add_option("--repeats", config.repeats, "Runs, each on a fresh loader; medians reported")
+  command
+      ->add_option("--repeats", config.repeats,
+                   "Runs, each on a fresh loader; the report gives the medians")
       ->type_name("N")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1000}))
       ->capture_default_str();
-  command->add_option("--warmup", config.warmup, "Untimed batches before each phase")
+  command
+      ->add_option("--warmup", config.warmup,
+                   "Untimed batches before each phase (streaming and ready) of each run")
       ->type_name("N")
       ->capture_default_str();
   command->footer(

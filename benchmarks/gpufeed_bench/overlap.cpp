@@ -186,7 +186,9 @@ CLI::App* add_overlap_command(CLI::App& app, overlap_config& config) {
       ->type_name("MS")
       ->check(CLI::Range(10U, 10'000U))
       ->capture_default_str();
-  command->add_option("--device", config.device, "CUDA device to measure")
+  command
+      ->add_option("--device", config.device,
+                   "Index of the CUDA device to measure (as cudaSetDevice)")
       ->type_name("N")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();

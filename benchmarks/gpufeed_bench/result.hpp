@@ -4,6 +4,7 @@
 // Every subcommand fills the same fields, so reports compare across subcommands and across
 // machines; a field that does not apply stays empty and is written as JSON null.
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -11,6 +12,15 @@
 #include "bench_json.hpp"
 
 namespace gpufeed::bench {
+
+/// The loader settings of one row of a grid (`gpufeed-bench sweep`).
+struct grid_cell {
+  std::size_t batch_size = 0;
+  unsigned workers = 0;
+  std::size_t prefetch_depth = 0;
+  /// How the settings were chosen: "grid" (given), later "auto" (an autotuner's choice).
+  std::string chosen_by = "grid";
+};
 
 struct bench_result {
   std::string loader;                           ///< "gpufeed", "memcpy_peak", later "torch", ...
@@ -23,6 +33,7 @@ struct bench_result {
   std::optional<std::uint64_t> peak_rss_bytes;  ///< process VmHWM after the run
   std::optional<std::uint64_t> pinned_bytes;    ///< page-locked memory the loader held
   std::optional<std::uint64_t> skipped;         ///< samples skipped (--on-error skip)
+  std::optional<grid_cell> cell;                ///< sweep: the loader settings of this row
   json details = json::object();                ///< subcommand-specific figures
 };
 

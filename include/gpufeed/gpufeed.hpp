@@ -7,6 +7,7 @@
 #include "gpufeed/dataset.hpp"
 #include "gpufeed/datasets/in_memory.hpp"
 #include "gpufeed/datasets/synthetic.hpp"
+#include "gpufeed/diagnosis.hpp"
 #include "gpufeed/dtype.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/loader.hpp"
@@ -16,6 +17,7 @@
 #include "gpufeed/sample_view.hpp"
 #include "gpufeed/sampler.hpp"
 #include "gpufeed/stats.hpp"
+#include "gpufeed/stats_json.hpp"
 #include "gpufeed/tensor_view.hpp"
 #include "gpufeed/version.hpp"
 

@@ -20,6 +20,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
+#include <iosfwd>
 #include <iterator>
 #include <memory>
 #include <optional>
@@ -114,6 +116,15 @@ class loader {
 
   /// @brief The counters. Safe from any thread.
   [[nodiscard]] stats snapshot() const;
+
+  /// @brief Writes the stage spans recorded so far (the last `loader_options::trace_events`) as
+  /// a Trace Event Format JSON object, which chrome://tracing and ui.perfetto.dev open: one
+  /// track per worker and one for the consumer. Safe from any thread, while the loader runs.
+  /// @throws logic_error when `loader_options::trace_events` is 0 (tracing is off).
+  void write_trace(std::ostream& out) const;
+  /// @brief As `write_trace(std::ostream&)`, into the file at `path` (replaced if it exists).
+  /// @throws file_error when the file cannot be written.
+  void write_trace(std::filesystem::path const& path) const;
 
   /// @brief Input iterator over one epoch; owns the current batch until it advances.
   class iterator {

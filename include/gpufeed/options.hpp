@@ -5,11 +5,18 @@
 /// @code
 /// gpufeed::loader_options opts{.batch_size = 256, .workers = 8, .prefetch_depth = 4,
 ///                              .accumulation_steps = 4, .shuffle = true, .seed = 42};
+///
+/// Let the loader choose the worker count and the prefetch depth (see docs/tuning.md,
+/// "Autotuning"):
+/// @code
+/// gpufeed::loader_options opts{.batch_size = 256, .workers = gpufeed::auto_workers,
+///                              .prefetch_depth = gpufeed::auto_depth};
 /// @endcode
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,13 +51,48 @@ enum class staging_memory : std::uint8_t {
              ///< driver copies through its own staging buffer, slower and partly synchronous
 };
 
+/// @brief `loader_options::workers = auto_workers` lets the loader choose how many workers read.
+///
+/// It starts `autotune_options::max_workers` threads (default: the cores this process may run
+/// on, at most 64) but lets only a few of them take work at first (2, or half the cores), and
+/// next() adds or gives back active workers from what it measures (the consumer's stall, the
+/// workers' read time); the others sleep on a condition variable. `stats::workers` is the
+/// active count, `stats::worker_threads` the threads started.
+inline constexpr unsigned auto_workers = std::numeric_limits<unsigned>::max();
+
+/// @brief `loader_options::prefetch_depth = auto_depth` lets the loader choose the ring's depth.
+///
+/// The ring is allocated once, at construction, at its largest depth within the budget
+/// (`autotune_options::max_depth` slots, and no more than `autotune_options::memory_budget` /
+/// the batch's bytes; on the CUDA path also `pinned_budget`), and next() raises the depth in
+/// use (from 2) when the consumer stalls while the workers sit idle. Slots beyond the active
+/// depth are never filled. Nothing is allocated after construction. `stats::ring_slots` is the
+/// active depth, `stats::ring_capacity` the slots allocated.
+inline constexpr std::size_t auto_depth = std::numeric_limits<std::size_t>::max();
+
+/// @brief Bounds and pace of the autotuner (used only with `auto_workers` or `auto_depth`).
+struct autotune_options {
+  /// Most worker threads (and active workers); 0: the cores this process may run on (its
+  /// affinity mask), at most 64. Allowed: 0 to 1024.
+  unsigned max_workers = 0;
+  /// Most ring slots (1 .. 4096); the memory budget may allow fewer.
+  std::size_t max_depth = 16;
+  /// Most host memory the automatic ring may take; default: 1/8 of the physical memory, at
+  /// most 4 GiB. On the CUDA path `pinned_budget` bounds it too.
+  std::optional<std::size_t> memory_budget{};
+  /// Batches delivered between two decisions (2 .. 4096). Each decision looks at the window
+  /// since the previous one; the settings usually settle within the first 200 batches.
+  std::size_t window_batches = 16;
+};
+
 /// @brief Loader settings. Every field is validated at construction.
 struct loader_options {
   /// Samples per batch; respected exactly as given, never changed (see `suggest_*` helpers).
   std::size_t batch_size = 1;
-  /// Worker threads reading samples (1 .. 1024).
+  /// Worker threads reading samples (1 .. 1024), or `auto_workers` to let the loader choose.
   unsigned workers = 4;
-  /// Slots in the ring: batches prepared ahead of the consumer, leases included (1 .. 4096).
+  /// Slots in the ring: batches prepared ahead of the consumer, leases included (1 .. 4096),
+  /// or `auto_depth` to let the loader choose.
   std::size_t prefetch_depth = 4;
   /// Micro-batches per optimizer step (gradient accumulation); 1 means no accumulation.
   std::size_t accumulation_steps = 1;
@@ -80,6 +122,13 @@ struct loader_options {
   std::optional<unsigned> world_size{};
   /// At most this many skipped indices are kept in `stats` (the count is always exact).
   std::size_t max_listed_skips = 10'000;
+  /// Stage spans to keep for `loader::write_trace` (the last ones: reads, waits for a free
+  /// slot, batch completions, next()'s waits), in a ring of this many entries (48 bytes each)
+  /// allocated at construction. 0 (the default) records nothing and costs one branch per span.
+  std::size_t trace_events = 0;
+  /// Bounds of the autotuner; only read when workers or prefetch_depth is automatic. Manual
+  /// settings are never changed.
+  autotune_options autotune{};
 
   // ---- the CUDA path (placement::cuda) ----
   /// Where batches go. `cuda` needs a build with CUDA and a device.

@@ -17,9 +17,10 @@ namespace gpufeed {
 
 /// @brief A CUDA stream chosen explicitly by the caller.
 ///
-/// Refuses the null stream (`0`, `nullptr`) and `cudaStreamLegacy`, which synchronize with every
-/// other stream of the device and would serialize copies with training. `cudaStreamPerThread` is
-/// accepted: naming it is an explicit choice.
+/// The constructor refuses the null stream (`0`, `nullptr`) and `cudaStreamLegacy`, which
+/// synchronize with every blocking stream of the device: a handle that happens to be 0 is more
+/// often a forgotten stream than a choice. `legacy_default()` names that stream on purpose;
+/// `cudaStreamPerThread` is accepted: naming it is an explicit choice.
 class stream_view {
  public:
   using native_type = CUstream_st*;
@@ -29,11 +30,20 @@ class stream_view {
   stream_view(std::nullptr_t) = delete;
   stream_view(int) = delete;
 
+  /// @brief The legacy default stream, named explicitly: for a training step that runs there
+  /// (libtorch's default stream is this one). The loader's copy stream is created non-blocking,
+  /// so its copies still overlap with work on this stream; only work queued here after `next()`
+  /// waits for the batch. The constructor refuses the same stream passed as a plain handle, so
+  /// it is never chosen by accident.
+  [[nodiscard]] static stream_view legacy_default() noexcept;
+
   /// @brief The `cudaStream_t`.
   [[nodiscard]] native_type native() const noexcept { return stream_; }
   friend bool operator==(stream_view, stream_view) = default;
 
  private:
+  struct unchecked {};
+  stream_view(native_type stream, unchecked) noexcept : stream_{stream} {}
   native_type stream_;
 };
 

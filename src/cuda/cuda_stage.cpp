@@ -18,6 +18,7 @@
 #include "gpufeed/cuda/event.hpp"
 #include "gpufeed/cuda/stream.hpp"
 #include "gpufeed/detail/device_stage.hpp"
+#include "gpufeed/detail/latency_histogram.hpp"
 #include "gpufeed/detail/nvtx.hpp"
 #include "gpufeed/detail/slot.hpp"
 #include "gpufeed/detail/transform_kernel.hpp"
@@ -143,10 +144,13 @@ class cuda_stage final : public device_stage {
     // for, since it has no sample left to write.
     std::lock_guard const lock{p.timing_mutex};
     if (p.copy_pending.load(std::memory_order_relaxed) && p.done.done()) {
-      h2d_ns_.fetch_add(static_cast<std::int64_t>(cuda::elapsed_ms(p.start, p.copied) * 1e6f),
-                        std::memory_order_relaxed);
-      transform_ns_.fetch_add(static_cast<std::int64_t>(cuda::elapsed_ms(p.copied, p.done) * 1e6f),
-                              std::memory_order_relaxed);
+      auto const h2d_ns = static_cast<std::int64_t>(cuda::elapsed_ms(p.start, p.copied) * 1e6f);
+      auto const transform_ns =
+          static_cast<std::int64_t>(cuda::elapsed_ms(p.copied, p.done) * 1e6f);
+      h2d_ns_.fetch_add(h2d_ns, std::memory_order_relaxed);
+      transform_ns_.fetch_add(transform_ns, std::memory_order_relaxed);
+      h2d_time_.record(h2d_ns);  // per copy, for stats::h2d's percentiles
+      transform_time_.record(transform_ns);
       timed_copies_.fetch_add(1, std::memory_order_relaxed);
       p.copy_pending.store(false, std::memory_order_release);
     }
@@ -220,6 +224,12 @@ class cuda_stage final : public device_stage {
     out.h2d_s = static_cast<double>(h2d_ns_.load(std::memory_order_relaxed)) * 1e-9;
     out.transform_s = static_cast<double>(transform_ns_.load(std::memory_order_relaxed)) * 1e-9;
     out.copy_wait_s = static_cast<double>(host_wait_ns_.load(std::memory_order_relaxed)) * 1e-9;
+    latency_counts h2d;
+    h2d_time_.read_into(h2d);
+    out.h2d = h2d.summary();
+    latency_counts transform;
+    transform_time_.read_into(transform);
+    out.transform = transform.summary();
   }
 
  private:
@@ -306,6 +316,8 @@ class cuda_stage final : public device_stage {
   std::atomic<std::uint64_t> timed_copies_{0};
   std::atomic<std::int64_t> h2d_ns_{0};
   std::atomic<std::int64_t> transform_ns_{0};
+  latency_histogram h2d_time_;
+  latency_histogram transform_time_;
   std::atomic<std::int64_t> host_wait_ns_{0};
 };
 

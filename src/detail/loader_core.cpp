@@ -20,15 +20,16 @@ std::int64_t nanoseconds_between(loader_core::clock::time_point from,
   return std::chrono::duration_cast<std::chrono::nanoseconds>(to - from).count();
 }
 
-// Adds to a counter that only the calling worker writes: no read-modify-write needed.
-template <class T>
-void add(std::atomic<T>& counter, T amount) noexcept {
-  counter.store(counter.load(std::memory_order_relaxed) + amount, std::memory_order_relaxed);
-}
-
 double seconds(std::int64_t ns) noexcept {
   return static_cast<double>(ns) * 1e-9;
 }
+
+std::int64_t to_ns(loader_core::clock::time_point t) noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+// The first spacing of stats::ring_history; it doubles each time the history fills.
+constexpr std::int64_t ring_history_start_interval_ns = 10'000'000;
 
 // Wraps the exception being handled in a sample_error. Must be called inside a catch block:
 // sample_error captures the current exception as its nested one.
@@ -53,6 +54,7 @@ loader_core::loader_core(std::shared_ptr<dataset const> data, loader_options opt
     : data_{std::move(data)},
       options_{options},
       layout_{data_->spec(), options_.batch_size},
+      tuning_{plan_autotune(options_, layout_.slot_bytes())},
       sampler_{data_->size(),
                options_.shuffle,
                options_.seed,
@@ -62,12 +64,20 @@ loader_core::loader_core(std::shared_ptr<dataset const> data, loader_options opt
       plan_{sampler_.shard_size(), options_.batch_size, options_.accumulation_steps,
             options_.last_batch, options_.last_step},
       started_{clock::now()},
-      activity_{std::make_unique<worker_activity[]>(options_.workers)} {
-  if (options_.target == placement::cuda) {
-    stage_ = make_cuda_stage(layout_, options_.prefetch_depth, options_);
+      started_ns_{to_ns(started_)},
+      active_workers_{tuning_.start_workers},
+      active_depth_{tuning_.start_depth},
+      activity_{std::make_unique<worker_activity[]>(tuning_.threads)},
+      ring_interval_ns_{ring_history_start_interval_ns} {
+  if (options_.trace_events > 0) {
+    trace_ = std::make_unique<trace_recorder>(options_.trace_events);
   }
-  slots_.reserve(options_.prefetch_depth);
-  for (std::size_t i = 0; i < options_.prefetch_depth; ++i) {
+  ring_history_.reserve(stats::ring_history_capacity);
+  if (options_.target == placement::cuda) {
+    stage_ = make_cuda_stage(layout_, tuning_.slots, options_);
+  }
+  slots_.reserve(tuning_.slots);
+  for (std::size_t i = 0; i < tuning_.slots; ++i) {
     slots_.push_back(std::make_unique<slot>(i, stage_ ? stage_->host_memory(i) : nullptr,
                                             layout_.slot_bytes(), slot_layout::alignment,
                                             options_.batch_size));
@@ -80,8 +90,23 @@ loader_core::loader_core(std::shared_ptr<dataset const> data, loader_options opt
       plan_.batches(), plan_.steps(), options_.batch_size, options_.accumulation_steps,
       *options_.world_size, effective);
   logger()->info("{} workers, ring of {} slots x {} = {} of host memory, allocated once",
-                 options_.workers, slots_.size(), mib_text(layout_.slot_bytes()),
+                 tuning_.threads, slots_.size(), mib_text(layout_.slot_bytes()),
                  mib_text(layout_.slot_bytes() * slots_.size()));
+  bool const auto_workers_on = options_.workers == auto_workers;
+  bool const auto_depth_on = options_.prefetch_depth == auto_depth;
+  if (auto_workers_on || auto_depth_on) {
+    tuner_ = std::make_unique<autotuner>(
+        autotune_bounds{auto_workers_on, auto_depth_on, tuning_.threads, tuning_.slots});
+    logger()->info(
+        "autotuning {}: starting with {} of {} workers active and {} of {} slots in use{}; "
+        "deciding every {} batches",
+        auto_workers_on && auto_depth_on ? "workers and prefetch depth"
+        : auto_workers_on                ? "workers"
+                                         : "prefetch depth",
+        active_workers_, tuning_.threads, active_depth_, slots_.size(),
+        auto_depth_on ? " (budget " + mib_text(tuning_.budget_bytes) + ")" : std::string{},
+        options_.autotune.window_batches);
+  }
   if (sampler_.chunk_aware()) {
     logger()->info("chunk-aware shuffle: {} chunks of {} samples, drawn {} chunks at a time",
                    (data_->size() + data_->storage_chunk() - 1) / data_->storage_chunk(),
@@ -106,9 +131,9 @@ loader_core::~loader_core() {
 }
 
 void loader_core::start() {
-  threads_.reserve(options_.workers);
+  threads_.reserve(tuning_.threads);
   try {
-    for (unsigned w = 0; w < options_.workers; ++w) {
+    for (unsigned w = 0; w < tuning_.threads; ++w) {
       threads_.emplace_back([this, w] { worker_main(w); });
     }
   } catch (...) {
@@ -125,6 +150,7 @@ void loader_core::stop() noexcept {
   }
   stop_flag_.store(true, std::memory_order_relaxed);
   work_cv_.notify_all();
+  standby_cv_.notify_all();
   ready_cv_.notify_all();
   for (auto& t : threads_) {
     if (t.joinable()) {
@@ -148,10 +174,15 @@ void loader_core::worker_main(unsigned worker) {
   std::unique_lock lock{mutex_};
   // After a fatal error no batch can be completed: workers stop rather than retry it forever.
   while (!stopping_ && !fatal_) {
+    if (worker >= active_workers_) {
+      // Not needed now (autotuning): sleep until the tuner adds workers or the loader stops.
+      standby_cv_.wait(lock, [&] { return stopping_ || worker < active_workers_; });
+      continue;
+    }
     slot* s = find_work_locked();
     if (s == nullptr) {
-      // Idle because every slot is taken counts as waiting for a free slot.
-      bool const ring_full = count_locked(slot::state::free) == 0;
+      // Idle because every slot (of the active depth) is taken counts as waiting for a free slot.
+      bool const ring_full = depth_full_locked();
       auto const idle_from = clock::now();
       if (spinning_workers_ == 0) {
         spin_for_work(lock);  // catches a release that follows soon, without a wake-up
@@ -161,7 +192,11 @@ void loader_core::worker_main(unsigned worker) {
         --parked_workers_;
       }
       if (ring_full) {
-        add(me.slot_wait_ns, nanoseconds_between(idle_from, clock::now()));
+        auto const idle_to = clock::now();
+        me.slot_wait_time.record_exclusive(nanoseconds_between(idle_from, idle_to));
+        if (trace_) {
+          trace_->record(span_kind::slot_wait, worker, to_ns(idle_from), to_ns(idle_to));
+        }
       }
       continue;
     }
@@ -223,7 +258,9 @@ slot* loader_core::find_work_locked() {
   if (earliest != nullptr || plan_.batches() == 0) {
     return earliest;
   }
-  for (auto const& s : slots_) {
+  // Only the active depth is used: a slot beyond it is never assigned.
+  for (std::size_t i = 0; i < active_depth_; ++i) {
+    auto& s = slots_[i];
     if (s->status == slot::state::free && s->attached == 0) {
       assign_locked(*s);
       if (parked_workers_ > 0) {
@@ -249,7 +286,7 @@ void loader_core::assign_locked(slot& s) {
   s.cancelled.store(false, std::memory_order_relaxed);
   // A claim takes a short run of consecutive samples when the batch is large next to the worker
   // count: still many workers per batch, but far fewer trips to the shared counters.
-  s.grain = std::clamp<std::size_t>(span.count / (4 * std::size_t{options_.workers}), 1, 16);
+  s.grain = std::clamp<std::size_t>(span.count / (4 * std::size_t{active_workers_}), 1, 16);
   s.remaining.store(span.count, std::memory_order_relaxed);
   s.next_claim.store(0, std::memory_order_release);
   producer_ = normalized({producer_.epoch, producer_.sequence + 1});
@@ -289,7 +326,7 @@ void loader_core::fill(slot& s, unsigned worker) {
       read_one(s, position, worker);
     }
     if (s.remaining.fetch_sub(last - first, std::memory_order_acq_rel) == last - first) {
-      complete(s);
+      complete(s, worker);
     }
   }
 }
@@ -314,8 +351,11 @@ void loader_core::read_one(slot& s, std::size_t position, unsigned worker) {
     s.errors[position] = wrap_current(index, epoch, worker);
   }
   me.on.store(nullptr, std::memory_order_relaxed);
-  add(me.read_ns, steady_ns() - begin);
-  add(me.reads, std::uint64_t{1});
+  auto const end = steady_ns();
+  me.read_time.record_exclusive(end - begin);
+  if (trace_) {
+    trace_->record(span_kind::read, worker, begin, end, index, s.at.sequence);
+  }
 }
 
 void loader_core::finish_contents(slot& s) {
@@ -347,9 +387,13 @@ void loader_core::finish_contents(slot& s) {
   s.delivered = kept;
 }
 
-void loader_core::complete(slot& s) {
+void loader_core::complete(slot& s, unsigned worker) {
   nvtx_range const range{"gpufeed: batch complete"};
+  auto const begin = trace_ ? steady_ns() : 0;
   finish_contents(s);
+  // Read while the slot is still this worker's: once it is ready the consumer may take it.
+  auto const sequence = s.at.sequence;
+  auto const delivered = s.delivered;
   if (stage_ && !s.error && !s.cancelled.load(std::memory_order_relaxed)) {
     try {
       stage_->copy_async(s.id, s.delivered);
@@ -366,6 +410,9 @@ void loader_core::complete(slot& s) {
     }
     s.status = slot::state::ready;
     wake = consumer_waiting_;
+  }
+  if (trace_) {
+    trace_->record(span_kind::batch_complete, worker, begin, steady_ns(), sequence, delivered);
   }
   if (wake) {
     ready_cv_.notify_one();  // one consumer thread
@@ -389,7 +436,16 @@ slot* loader_core::consumer_slot_locked() const noexcept {
 }
 
 bool loader_core::all_leased_locked() const noexcept {
-  return count_locked(slot::state::leased) == slots_.size();
+  return count_locked(slot::state::leased) >= active_depth_;
+}
+
+bool loader_core::depth_full_locked() const noexcept {
+  for (std::size_t i = 0; i < active_depth_; ++i) {
+    if (slots_[i]->status == slot::state::free) {
+      return false;
+    }
+  }
+  return true;
 }
 
 std::size_t loader_core::count_locked(slot::state status) const noexcept {
@@ -431,9 +487,22 @@ std::optional<batch> loader_core::next(std::optional<stream_view> consumer) {
       wait_range.emplace("gpufeed: consumer wait");
     }
     waiting_flag const waiting{consumer_waiting_};
+    if (s == nullptr && all_leased_locked() && tuner_ && tuner_->bounds().tune_depth &&
+        active_depth_ < slots_.size()) {
+      // The consumer holds every slot in use: an automatic depth makes room for one more.
+      ++active_depth_;
+      ++tune_changes_;
+      last_change_batch_ = batches_;
+      logger()->info(
+          "autotune: prefetch_depth {} -> {}: the consumer holds {} batches at once, every slot "
+          "in use",
+          active_depth_ - 1, active_depth_, count_locked(slot::state::leased));
+      ring_events_.fetch_add(1, std::memory_order_release);
+      work_cv_.notify_all();
+    }
     if (s == nullptr && all_leased_locked()) {
       throw logic_error{
-          "gpufeed: all " + std::to_string(slots_.size()) +
+          "gpufeed: all " + std::to_string(active_depth_) +
           " ring slots are leased to batches that are still alive, so the next batch cannot be "
           "prepared; release (destroy) batches before asking for more, or raise "
           "loader_options::prefetch_depth above the number of batches you hold at once"};
@@ -442,7 +511,7 @@ std::optional<batch> loader_core::next(std::optional<stream_view> consumer) {
       auto const now = clock::now();
       if (now >= deadline) {
         auto [index, why] = describe_wait_locked(consumer_slot_locked());
-        consumer_wait_ns_ += nanoseconds_between(wait_from, now);
+        record_wait_locked(to_ns(wait_from), to_ns(now), std::nullopt);
         throw timeout_error{
             index, "gpufeed: timeout after " + std::to_string(options_.timeout.count()) +
                        " ms waiting for batch " + std::to_string(consumer_.sequence) +
@@ -462,8 +531,9 @@ std::optional<batch> loader_core::next(std::optional<stream_view> consumer) {
     s = consumer_slot_locked();
   }
   wait_range.reset();
-  consumer_wait_ns_ += nanoseconds_between(wait_from, clock::now());
-  ready_sum_ += static_cast<double>(count_locked(slot::state::ready));
+  auto const ready = count_locked(slot::state::ready);
+  record_wait_locked(to_ns(wait_from), to_ns(clock::now()), ready);
+  ready_sum_ += static_cast<double>(ready);
   ++consumer_.sequence;
   if (s->error) {
     auto error = std::exchange(s->error, nullptr);
@@ -478,7 +548,11 @@ std::optional<batch> loader_core::next(std::optional<stream_view> consumer) {
   }
   s->status = slot::state::leased;
   record_delivery_locked(*s);
+  auto const change = tuner_ ? tune_locked() : std::string{};
   lock.unlock();
+  if (!change.empty()) {
+    logger()->info("{}", change);
+  }
   if (stage_) {
     try {
       stage_->hand_off(s->id, *consumer);
@@ -488,6 +562,102 @@ std::optional<batch> loader_core::next(std::optional<stream_view> consumer) {
     }
   }
   return batch{shared_from_this(), s};
+}
+
+std::int64_t loader_core::read_ns_total() const noexcept {
+  std::int64_t total = 0;
+  for (unsigned w = 0; w < tuning_.threads; ++w) {
+    total += static_cast<std::int64_t>(activity_[w].read_time.total_ns());
+  }
+  return total;
+}
+
+std::int64_t loader_core::slot_wait_ns_total() const noexcept {
+  std::int64_t total = 0;
+  for (unsigned w = 0; w < tuning_.threads; ++w) {
+    total += static_cast<std::int64_t>(activity_[w].slot_wait_time.total_ns());
+  }
+  return total;
+}
+
+std::string loader_core::tune_locked() {
+  auto const now = steady_ns();
+  auto const restart = [&] {
+    window_from_ns_ = now;
+    window_wait_ns_ = consumer_wait_ns_;
+    window_read_ns_ = read_ns_total();
+    window_slot_wait_ns_ = slot_wait_ns_total();
+    window_batches_ = 0;
+  };
+  if (window_from_ns_ == 0) {
+    restart();  // the first delivery: the start-up fill is left out of every window
+    return {};
+  }
+  if (++window_batches_ < options_.autotune.window_batches) {
+    return {};
+  }
+  autotune_window w;
+  w.wall_s = seconds(now - window_from_ns_);
+  w.consumer_wait_s = seconds(consumer_wait_ns_ - window_wait_ns_);
+  w.read_s = seconds(read_ns_total() - window_read_ns_);
+  w.slot_wait_s = seconds(slot_wait_ns_total() - window_slot_wait_ns_);
+  w.batches = window_batches_;
+  w.workers = active_workers_;
+  w.depth = active_depth_;
+  auto const d = tuner_->decide(w);
+  restart();
+  if (d.action == autotune_action::keep) {
+    return {};
+  }
+  ++tune_changes_;
+  last_change_batch_ = batches_;
+  std::string what;
+  if (d.workers != active_workers_) {
+    what = "workers " + std::to_string(active_workers_) + " -> " + std::to_string(d.workers);
+    active_workers_ = d.workers;
+    standby_cv_.notify_all();  // added workers start; removed ones finish their read and park
+    work_cv_.notify_all();     // parked workers re-check whether they are still active
+  }
+  if (d.depth != active_depth_) {
+    what = "prefetch_depth " + std::to_string(active_depth_) + " -> " + std::to_string(d.depth);
+    active_depth_ = d.depth;
+    ring_events_.fetch_add(1, std::memory_order_release);
+    work_cv_.notify_all();  // a slot more to fill
+  }
+  return "autotune at batch " + std::to_string(batches_) + ": " + what + ": " + d.reason;
+}
+
+void loader_core::record_wait_locked(std::int64_t from, std::int64_t to,
+                                     std::optional<std::size_t> ready) {
+  auto const waited = to - from;
+  consumer_wait_ns_ += waited;
+  consumer_wait_time_.record_exclusive(waited);
+  if (trace_) {
+    trace_->record(span_kind::consumer_wait, tuning_.threads, from, to, consumer_.sequence,
+                   consumer_.epoch);
+  }
+  if (!ready) {
+    return;  // a timeout: the batch is still to come
+  }
+  auto const t = std::max<std::int64_t>(to - started_ns_, 1);
+  if (first_batch_ns_ == 0) {
+    first_batch_ns_ = t;
+    first_wait_ns_ = consumer_wait_ns_;  // earlier timeouts included
+  }
+  if (t >= ring_next_ns_) {
+    if (ring_history_.size() == stats::ring_history_capacity) {
+      // Full: keep every other sample and halve the rate, so the history spans the whole run.
+      for (std::size_t i = 0; 2 * i < ring_history_.size(); ++i) {
+        ring_history_[i] = ring_history_[2 * i];
+      }
+      ring_history_.resize((ring_history_.size() + 1) / 2);
+      ring_interval_ns_ *= 2;
+    }
+    ring_history_.push_back({seconds(t), static_cast<std::uint32_t>(*ready),
+                             static_cast<std::uint32_t>(count_locked(slot::state::leased)),
+                             static_cast<std::uint32_t>(count_locked(slot::state::filling))});
+    ring_next_ns_ = t + ring_interval_ns_;
+  }
 }
 
 void loader_core::record_delivery_locked(slot const& s) {
@@ -522,7 +692,7 @@ std::pair<std::size_t, std::string> loader_core::describe_wait_locked(slot const
   // The read in progress on this batch that started first is the one everybody waits for.
   auto const now = steady_ns();
   std::optional<unsigned> oldest;
-  for (unsigned w = 0; w < options_.workers; ++w) {
+  for (unsigned w = 0; w < tuning_.threads; ++w) {
     if (activity_[w].on.load(std::memory_order_acquire) == s &&
         (!oldest || activity_[w].since_ns.load() < activity_[*oldest].since_ns.load())) {
       oldest = w;
@@ -538,7 +708,7 @@ std::pair<std::size_t, std::string> loader_core::describe_wait_locked(slot const
   auto const position = claimed < s->count ? claimed : s->count - 1;
   auto const index = sampler_.index(s->at.epoch, s->first_position + position);
   return {index, "sample " + std::to_string(index) + " is waiting for a worker (all " +
-                     std::to_string(options_.workers) + " are busy with other batches)"};
+                     std::to_string(active_workers_) + " are busy with other batches)"};
 }
 
 void loader_core::release(slot* s) noexcept {
@@ -632,19 +802,28 @@ void loader_core::restore(loader_state const& wanted) {
   }
 }
 
+void loader_core::write_trace(std::ostream& out) const {
+  GPUFEED_EXPECTS(trace_ != nullptr,
+                  "write_trace: tracing is off; set loader_options::trace_events to the number of "
+                  "spans to keep (e.g. 100000)");
+  trace_->write(out, started_ns_, tuning_.threads);
+}
+
 stats loader_core::snapshot() const {
   stats out;
-  std::int64_t read_ns = 0;
-  std::int64_t slot_wait_ns = 0;
-  for (unsigned w = 0; w < options_.workers; ++w) {
-    read_ns += activity_[w].read_ns.load(std::memory_order_relaxed);
-    slot_wait_ns += activity_[w].slot_wait_ns.load(std::memory_order_relaxed);
-    out.samples_read += activity_[w].reads.load(std::memory_order_relaxed);
+  latency_counts reads;
+  latency_counts slot_waits;
+  for (unsigned w = 0; w < tuning_.threads; ++w) {
+    activity_[w].read_time.read_into(reads);
+    activity_[w].slot_wait_time.read_into(slot_waits);
   }
-  out.read_s = seconds(read_ns);
-  out.slot_wait_s = seconds(slot_wait_ns);
-  out.workers = options_.workers;
-  out.ring_slots = slots_.size();
+  out.read = reads.summary();
+  out.read_s = out.read.total_s;
+  out.samples_read = out.read.count;
+  out.slot_wait = slot_waits.summary();
+  out.slot_wait_s = out.slot_wait.total_s;
+  out.worker_threads = tuning_.threads;
+  out.ring_capacity = slots_.size();
   out.slot_bytes = layout_.slot_bytes();
   out.host_bytes = layout_.slot_bytes() * slots_.size();
   out.pinned_bytes = 0;
@@ -653,6 +832,11 @@ stats loader_core::snapshot() const {
   }
   std::lock_guard const lock{mutex_};
   out.wall_s = seconds(nanoseconds_between(started_, clock::now()));
+  out.workers = active_workers_;
+  out.ring_slots = active_depth_;
+  out.autotuned = tuner_ != nullptr;
+  out.autotune_changes = tune_changes_;
+  out.autotune_last_change_batch = last_change_batch_;
   out.consumer_wait_s = seconds(consumer_wait_ns_);
   out.batches = batches_;
   out.samples = samples_;
@@ -664,6 +848,13 @@ stats loader_core::snapshot() const {
   out.ring_leased = count_locked(slot::state::leased);
   auto const seen = batches_ + failed_batches_;  // every next() that added to ready_sum_
   out.ring_ready_mean = seen > 0 ? ready_sum_ / static_cast<double>(seen) : 0.0;
+  latency_counts waits;
+  consumer_wait_time_.read_into(waits);
+  out.consumer_wait = waits.summary();
+  out.first_batch_s = seconds(first_batch_ns_);
+  out.first_wait_s = seconds(first_wait_ns_);
+  out.ring_history = ring_history_;
+  out.ring_history_interval_s = seconds(ring_interval_ns_);
   return out;
 }
 

@@ -13,15 +13,19 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <ostream>
 #include <thread>
 #include <vector>
 
 #include "gpufeed/batch.hpp"
 #include "gpufeed/batch_plan.hpp"
 #include "gpufeed/dataset.hpp"
+#include "gpufeed/detail/autotuner.hpp"
 #include "gpufeed/detail/device_stage.hpp"
+#include "gpufeed/detail/latency_histogram.hpp"
 #include "gpufeed/detail/slot.hpp"
 #include "gpufeed/detail/slot_layout.hpp"
+#include "gpufeed/detail/trace_recorder.hpp"
 #include "gpufeed/loader.hpp"
 #include "gpufeed/options.hpp"
 #include "gpufeed/sampler.hpp"
@@ -34,9 +38,9 @@ struct alignas(64) worker_activity {
   std::atomic<slot const*> on{nullptr};  // the slot of the read in progress, or null
   std::atomic<std::size_t> index{0};     // the sample being read
   std::atomic<std::int64_t> since_ns{0};
-  std::atomic<std::int64_t> read_ns{0};
-  std::atomic<std::int64_t> slot_wait_ns{0};
   std::atomic<std::uint64_t> reads{0};
+  latency_histogram read_time;       // per dataset::read
+  latency_histogram slot_wait_time;  // per idle spell with no free slot
 };
 
 class loader_core : public std::enable_shared_from_this<loader_core> {
@@ -61,6 +65,9 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   [[nodiscard]] loader_state state() const;
   void restore(loader_state const& state);
   [[nodiscard]] stats snapshot() const;
+  /// Writes the recorded stage spans as Trace Event Format JSON.
+  /// @throws logic_error when loader_options::trace_events is 0.
+  void write_trace(std::ostream& out) const;
   /// Gives a leased slot back. Called by `batch`.
   void release(slot* s) noexcept;
 
@@ -82,6 +89,20 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   /// The sample the consumer's batch is waiting for, and a sentence about it.
   [[nodiscard]] std::pair<std::size_t, std::string> describe_wait_locked(slot const* s) const;
   void record_delivery_locked(slot const& s);
+  /// Records next()'s wait (steady_ns() from `from` to `to`) for the batch at `consumer_`
+  /// (`ready` slots seen) and, at most every ring_interval_ns_, the ring's occupancy.
+  /// `ready` is nullopt for a wait that timed out.
+  void record_wait_locked(std::int64_t from, std::int64_t to, std::optional<std::size_t> ready);
+
+  /// Slots of the active depth that are not free (assigned, ready or leased).
+  [[nodiscard]] bool depth_full_locked() const noexcept;
+  /// The autotuner's step, at the end of next(): every autotune.window_batches deliveries it
+  /// decides from the window's measurements and applies the change. Returns the log line of a
+  /// change (logged by the caller once the lock is released), or an empty string.
+  [[nodiscard]] std::string tune_locked();
+  /// Sums of the workers' read and slot-wait times so far (all threads).
+  [[nodiscard]] std::int64_t read_ns_total() const noexcept;
+  [[nodiscard]] std::int64_t slot_wait_ns_total() const noexcept;
 
   void worker_main(unsigned worker);
   void spin_for_work(std::unique_lock<std::mutex>& lock);
@@ -91,22 +112,37 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   void fill(slot& s, unsigned worker);
   void read_one(slot& s, std::size_t position, unsigned worker);
   void finish_contents(slot& s);
-  void complete(slot& s);
+  void complete(slot& s, unsigned worker);
   /// Records an error that stops the loader (a CUDA failure on a worker): next() throws it.
   void fail(std::exception_ptr error) noexcept;
 
   std::shared_ptr<dataset const> data_;
   loader_options options_;
   slot_layout layout_;
+  autotune_plan tuning_;  // threads and slots to allocate; the manual settings when not auto
   sampler sampler_;
   batch_plan plan_;
   clock::time_point started_;
+  std::int64_t started_ns_;                // started_ in steady_ns() terms
+  std::unique_ptr<trace_recorder> trace_;  // null unless loader_options::trace_events > 0
 
   std::unique_ptr<device_stage> stage_;  // CUDA path only; owns the slots' host memory
 
   mutable std::mutex mutex_;
-  std::condition_variable work_cv_;   // workers: a slot is free or a batch needs hands
-  std::condition_variable ready_cv_;  // consumer: a batch is ready
+  std::condition_variable work_cv_;     // workers: a slot is free or a batch needs hands
+  std::condition_variable ready_cv_;    // consumer: a batch is ready
+  std::condition_variable standby_cv_;  // workers beyond active_workers_ (autotuning)
+  unsigned active_workers_;             // workers taking work; the others wait on standby_cv_
+  std::size_t active_depth_;            // slots in use: slots_[active_depth_..] are never assigned
+  std::unique_ptr<autotuner> tuner_;    // null unless workers or prefetch_depth is automatic
+  // The autotuner's window (consumer side, under mutex_): where it began, and the totals then.
+  std::int64_t window_from_ns_ = 0;  // steady_ns(); 0 until the first delivery
+  std::int64_t window_wait_ns_ = 0;
+  std::int64_t window_read_ns_ = 0;
+  std::int64_t window_slot_wait_ns_ = 0;
+  std::uint64_t window_batches_ = 0;
+  std::uint64_t tune_changes_ = 0;
+  std::uint64_t last_change_batch_ = 0;
   std::vector<std::unique_ptr<slot>> slots_;
   std::uint64_t generation_ = 0;
   cursor producer_;  // the next batch to assign to a slot
@@ -129,6 +165,13 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   std::vector<std::size_t> skipped_list_;
   std::int64_t consumer_wait_ns_ = 0;
   double ready_sum_ = 0;
+  std::int64_t first_batch_ns_ = 0;  // since started_; 0 until the first batch
+  std::int64_t first_wait_ns_ = 0;
+  std::vector<ring_sample> ring_history_;  // capacity reserved at construction
+  std::int64_t ring_interval_ns_;
+  std::int64_t ring_next_ns_ = 0;  // since started_
+  // Written by the consumer only (under mutex_), read by snapshot() without it.
+  latency_histogram consumer_wait_time_;
 };
 
 }  // namespace gpufeed::detail

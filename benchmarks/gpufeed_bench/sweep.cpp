@@ -1,0 +1,553 @@
+#include "sweep.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <map>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <stdexcept>
+#include <thread>
+
+#include "bench_clock.hpp"
+#include "common_options.hpp"
+#include "compare_dataset.hpp"
+#include "gpufeed/loader.hpp"
+#include "machine_info.hpp"
+#include "process_memory.hpp"
+#include "summary_stats.hpp"
+#include "sweep_svg.hpp"
+#include "table.hpp"
+
+namespace gpufeed::bench {
+namespace {
+
+// What one timed run of one row delivered.
+struct cell_run {
+  double seconds = 0;
+  double wait_s = 0;  // consumer time blocked in next(), epoch ends included
+  double step_s = 0;  // consumer time in the synthetic step (what it really took)
+  std::uint64_t batches = 0;
+  std::uint64_t samples = 0;
+  std::uint64_t epoch_ends = 0;
+  double loader_consumer_wait_s = 0;  // the loader's own count of the same wait
+  double worker_read_s = 0;
+  double worker_slot_wait_s = 0;
+  std::size_t ring_host_bytes = 0;
+  std::size_t pinned_bytes = 0;
+  // What the autotuner chose (auto rows): the settings at the end of the run, its changes,
+  // and the batch (counted from the loader's first, warm-up included) of its last change.
+  unsigned tuned_workers = 0;
+  std::size_t tuned_depth = 0;
+  std::uint64_t tune_changes = 0;
+  std::uint64_t last_change_batch = 0;
+};
+
+// One row of the sweep: loader settings, measured as a unit. The grid's cells are rows with
+// cell.chosen_by = "grid". Hook for a later `--auto`: append one row per batch size whose
+// options come from the autotuner (workers = auto, prefetch_depth = auto) and whose
+// cell.chosen_by is "auto" (the cell then holds the settings the tuner chose, read back after
+// the run). Everything below then treats it like a grid cell: it is measured interleaved with
+// the grid, summarized, printed and charted, never chosen as "best", and gets ratio = its
+// samples/s / the best grid cell's of its batch size (see summarize_rows).
+struct sweep_row {
+  grid_cell cell;
+  gpufeed::loader_options options;
+  std::vector<cell_run> runs;
+};
+
+gpufeed::loader_options row_options(sweep_config const& config, std::size_t batch_size,
+                                    unsigned workers, std::size_t depth) {
+  gpufeed::loader_options options;
+  options.batch_size = batch_size;
+  options.workers = workers;
+  options.prefetch_depth = depth;
+  options.shuffle = config.order != "sequential";
+  options.chunk_window = config.order == "chunk-aware" ? config.chunk_window : 0;
+  options.seed = config.seed;
+  options.rank = 0U;
+  options.world_size = 1U;
+  return options;
+}
+
+// The synthetic training step: `sleep` leaves the core to the workers (a GPU step, where the
+// host thread mostly waits), `spin` keeps it busy (a CPU step).
+void run_step(std::chrono::nanoseconds length, bool spin) {
+  if (length.count() <= 0) return;
+  auto const until = bench_clock::now() + length;
+  if (spin) {
+    while (bench_clock::now() < until) {
+    }
+  } else {
+    std::this_thread::sleep_until(until);
+  }
+}
+
+// A fresh loader; `warmup` untimed batches, then batches until `run_ms` has passed (at least 2),
+// each taken with next(), held for the step, then released.
+cell_run measure_row(std::shared_ptr<gpufeed::dataset const> const& data,
+                     gpufeed::loader_options const& options, sweep_config const& config) {
+  gpufeed::loader source{data, options};
+  auto const step = std::chrono::nanoseconds{
+      std::llround(1000.0 * (config.step_us +
+                             config.step_us_per_sample * static_cast<double>(options.batch_size)))};
+  bool const spin = config.step_mode == "spin";
+  auto const run_length = std::chrono::duration<double, std::milli>{config.run_ms};
+
+  cell_run run;
+  bool previous_was_end = false;
+  std::size_t warm = 0;
+  gpufeed::stats before{};
+  bench_clock::time_point start{};
+  bool timing = false;
+  while (true) {
+    if (!timing && warm >= config.warmup) {
+      timing = true;
+      before = source.snapshot();
+      start = bench_clock::now();
+    }
+    if (timing && run.batches >= 2 && bench_clock::now() - start >= run_length) break;
+    auto const t0 = bench_clock::now();
+    auto batch = source.next();
+    auto const t1 = bench_clock::now();
+    if (timing) run.wait_s += seconds_between(t0, t1);
+    if (!batch) {
+      if (previous_was_end) throw std::runtime_error{"the loader delivered an empty epoch"};
+      previous_was_end = true;
+      if (timing) ++run.epoch_ends;
+      continue;
+    }
+    previous_was_end = false;
+    run_step(step, spin);
+    auto const t2 = bench_clock::now();
+    auto const samples = batch->size();
+    batch->release();
+    if (!timing) {
+      ++warm;
+      continue;
+    }
+    run.step_s += seconds_between(t1, t2);
+    run.samples += samples;
+    ++run.batches;
+  }
+  run.seconds = seconds_between(start, bench_clock::now());
+  auto const after = source.snapshot();
+  run.loader_consumer_wait_s = after.consumer_wait_s - before.consumer_wait_s;
+  run.worker_read_s = after.read_s - before.read_s;
+  run.worker_slot_wait_s = after.slot_wait_s - before.slot_wait_s;
+  run.ring_host_bytes = after.host_bytes;
+  run.pinned_bytes = after.pinned_bytes;
+  run.tuned_workers = after.workers;
+  run.tuned_depth = after.ring_slots;
+  run.tune_changes = after.autotune_changes;
+  run.last_change_batch = after.autotune_last_change_batch;
+  return run;
+}
+
+template <class F>
+std::vector<double> per_run(std::vector<cell_run> const& runs, F figure) {
+  std::vector<double> out;
+  out.reserve(runs.size());
+  for (auto const& run : runs) out.push_back(figure(run));
+  return out;
+}
+
+bench_result summarize(sweep_row const& row, std::size_t bytes_per_sample) {
+  auto const& runs = row.runs;
+  auto const sps = per_run(runs, [](cell_run const& r) {
+    return ratio_or_zero(static_cast<double>(r.samples), r.seconds);
+  });
+  auto const stall =
+      per_run(runs, [](cell_run const& r) { return ratio_or_zero(r.wait_s, r.seconds); });
+  auto const loader_wait = per_run(
+      runs, [](cell_run const& r) { return ratio_or_zero(r.loader_consumer_wait_s, r.seconds); });
+  auto const step_us = per_run(runs, [](cell_run const& r) {
+    return 1e6 * ratio_or_zero(r.step_s, static_cast<double>(r.batches));
+  });
+  auto const workers = static_cast<double>(std::max(1U, row.cell.workers));
+  auto const read_share = per_run(
+      runs, [&](cell_run const& r) { return ratio_or_zero(r.worker_read_s, r.seconds * workers); });
+  auto const slot_wait_share = per_run(runs, [&](cell_run const& r) {
+    return ratio_or_zero(r.worker_slot_wait_s, r.seconds * workers);
+  });
+  std::uint64_t epoch_ends = 0;
+  json batches_runs = json::array();
+  for (auto const& run : runs) {
+    epoch_ends += run.epoch_ends;
+    batches_runs.push_back(run.batches);
+  }
+
+  bench_result result;
+  result.loader = "gpufeed";
+  result.cell = row.cell;
+  double const median_sps = median(sps);
+  result.samples_per_s = median_sps;
+  result.batches_per_s = median_sps / static_cast<double>(row.cell.batch_size);
+  result.bytes_per_s = median_sps * static_cast<double>(bytes_per_sample);
+  result.pinned_bytes = runs.empty() ? 0 : runs.back().pinned_bytes;
+  result.skipped = 0;
+  result.details = {
+      {"stall_fraction", median(stall)},
+      {"stall_fraction_runs", stall},
+      {"samples_per_s_runs", sps},
+      {"samples_per_s_min", sps.empty() ? 0.0 : *std::min_element(sps.begin(), sps.end())},
+      {"samples_per_s_max", sps.empty() ? 0.0 : *std::max_element(sps.begin(), sps.end())},
+      {"consumer_wait_fraction", median(loader_wait)},
+      {"step_us_mean", median(step_us)},
+      {"worker_read_fraction", median(read_share)},
+      {"worker_slot_wait_fraction", median(slot_wait_share)},
+      {"batches_runs", batches_runs},
+      {"epoch_ends_crossed", epoch_ends},
+      {"ring_host_bytes", runs.empty() ? 0 : runs.back().ring_host_bytes},
+      {"best", false},
+      {"best_for_batch_size", false}};
+  if (row.cell.chosen_by == "auto") {
+    json tuned_workers = json::array();
+    json tuned_depth = json::array();
+    json changes = json::array();
+    json last_change = json::array();
+    std::uint64_t latest = 0;
+    for (auto const& run : runs) {
+      tuned_workers.push_back(run.tuned_workers);
+      tuned_depth.push_back(run.tuned_depth);
+      changes.push_back(run.tune_changes);
+      last_change.push_back(run.last_change_batch);
+      latest = std::max(latest, run.last_change_batch);
+    }
+    result.details["autotune_workers_runs"] = tuned_workers;
+    result.details["autotune_depth_runs"] = tuned_depth;
+    result.details["autotune_changes_runs"] = changes;
+    result.details["autotune_last_change_batch_runs"] = last_change;
+    result.details["autotune_last_change_batch_max"] = latest;
+    result.details["autotune_note"] =
+        "workers = auto_workers, prefetch_depth = auto_depth from a fresh loader each run; the "
+        "cell's workers and depth are the last run's final choice; batches count from the "
+        "loader's first (warm-up included), and the timed span includes the tuning";
+  }
+  return result;
+}
+
+// Marks the best grid cell overall and per batch size (most samples/s); rows not chosen by the
+// grid (a later --auto) get ratio = their samples/s / the best grid cell's of their batch size.
+void mark_best(std::vector<bench_result>& results) {
+  std::map<std::size_t, std::size_t> best_for_batch;
+  std::optional<std::size_t> best;
+  auto const sps = [&](std::size_t i) { return results[i].samples_per_s.value_or(0.0); };
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    auto const& cell = *results[i].cell;
+    if (cell.chosen_by != "grid") continue;
+    auto const [at, added] = best_for_batch.try_emplace(cell.batch_size, i);
+    if (!added && sps(i) > sps(at->second)) at->second = i;
+    if (!best || sps(i) > sps(*best)) best = i;
+  }
+  for (auto const& [batch_size, i] : best_for_batch) {
+    results[i].details["best_for_batch_size"] = true;
+  }
+  if (best) results[*best].details["best"] = true;
+  for (auto& result : results) {
+    if (result.cell->chosen_by == "grid") continue;
+    auto const at = best_for_batch.find(result.cell->batch_size);
+    if (at == best_for_batch.end() || sps(at->second) <= 0) continue;
+    result.ratio = result.samples_per_s.value_or(0.0) / sps(at->second);
+    result.details["ratio_meaning"] = "samples_per_s / the best grid cell's of this batch size";
+  }
+}
+
+std::string utc_date() {
+  std::time_t const now = std::time(nullptr);
+  std::tm parts{};
+  gmtime_r(&now, &parts);
+  char text[32] = {};
+  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M UTC", &parts);
+  return text;
+}
+
+std::string step_text(sweep_config const& config) {
+  if (config.step_us <= 0 && config.step_us_per_sample <= 0) return "no step";
+  std::string text = format_fixed(config.step_us, 0) + " us";
+  if (config.step_us_per_sample > 0) {
+    text += " + " + format_fixed(config.step_us_per_sample, 2) + " us/sample";
+  }
+  return text + " " + config.step_mode + " step";
+}
+
+}  // namespace
+
+sweep_config default_sweep_config() {
+  return sweep_config{};
+}
+
+CLI::App* add_sweep_command(CLI::App& app, sweep_config& config) {
+  CLI::App* command = app.add_subcommand(
+      "sweep",
+      "The loader over a grid of workers x prefetch depth x batch size on one dataset, with an "
+      "optional synthetic training step: samples/s, bytes/s and stall fraction of every cell, "
+      "the best cell marked, a table, JSON and an SVG chart");
+  command
+      ->add_option("--workers", config.workers,
+                   "Worker thread counts of the grid, comma-separated (loader_options::workers)")
+      ->type_name("N,...")
+      ->delimiter(',')
+      ->check(CLI::Range(1U, 1024U))
+      ->capture_default_str();
+  command
+      ->add_option("--depths", config.depths,
+                   "Prefetch depths of the grid, comma-separated: ring slots, leases included "
+                   "(loader_options::prefetch_depth)")
+      ->type_name("N,...")
+      ->delimiter(',')
+      ->check(CLI::Range(std::size_t{1}, std::size_t{4096}))
+      ->capture_default_str();
+  command
+      ->add_option("--batch-sizes", config.batch_sizes,
+                   "Batch sizes of the grid in samples, comma-separated; one chart panel each")
+      ->type_name("N,...")
+      ->delimiter(',')
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24))
+      ->capture_default_str();
+  command
+      ->add_option("--dataset", config.dataset,
+                   "What the loader reads, as in compare: synthetic (generated per read, "
+                   "--cpu-cost-us of busy CPU each), memory (the same content held in RAM, one "
+                   "memcpy per field), hdf5:PATH[:name1,name2] or images:DIR (when built with "
+                   "HDF5 / OpenCV)")
+      ->type_name("KIND")
+      ->capture_default_str();
+  command
+      ->add_option("--order", config.order,
+                   "Sample order: shuffle, chunk-aware (shuffle with chunk_window = "
+                   "--chunk-window; for chunked HDF5) or sequential")
+      ->type_name("ORDER")
+      ->check(CLI::IsMember({"shuffle", "chunk-aware", "sequential"}))
+      ->capture_default_str();
+  command
+      ->add_option("--chunk-window", config.chunk_window,
+                   "Chunks drawn from together by --order chunk-aware, in chunks (ignored "
+                   "otherwise)")
+      ->type_name("N")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1024}))
+      ->capture_default_str();
+  command
+      ->add_option("--samples", config.samples,
+                   "synthetic, memory: samples per epoch (memory holds samples x "
+                   "(sample-bytes + 8) bytes)")
+      ->type_name("N")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  command
+      ->add_option("--sample-bytes", config.sample_bytes,
+                   "synthetic, memory: bytes of the uint8 image field per sample ([3, s, s] when "
+                   "it is 3 s^2), besides an 8-byte int64 label")
+      ->type_name("BYTES")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30))
+      ->capture_default_str();
+  command
+      ->add_option("--cpu-cost-us", config.cpu_cost_us,
+                   "synthetic: busy CPU time each read burns besides generating its bytes, in "
+                   "microseconds per sample (a stand-in for decoding)")
+      ->type_name("US")
+      ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
+  command
+      ->add_option("--image-size", config.image_size, "images: output height and width in pixels")
+      ->type_name("PX")
+      ->check(CLI::Range(1, 16384))
+      ->capture_default_str();
+  command->add_option("--seed", config.seed, "Shuffle seed and synthetic content seed")
+      ->type_name("N")
+      ->capture_default_str();
+  command
+      ->add_option("--step-us", config.step_us,
+                   "Synthetic training step per batch, in microseconds: the consumer holds each "
+                   "batch this long between next() and release() (0: release at once)")
+      ->type_name("US")
+      ->check(CLI::Range(0.0, 1e7))
+      ->capture_default_str();
+  command
+      ->add_option("--step-us-per-sample", config.step_us_per_sample,
+                   "Added to the step per sample of the batch, in microseconds, so that the step "
+                   "grows with the batch size as a real one does")
+      ->type_name("US")
+      ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
+  command
+      ->add_option("--step-mode", config.step_mode,
+                   "sleep: the consumer thread sleeps through the step (a GPU step; the core is "
+                   "free for workers); spin: it busy-waits (a CPU step competing for cores)")
+      ->type_name("MODE")
+      ->check(CLI::IsMember({"sleep", "spin"}))
+      ->capture_default_str();
+  command
+      ->add_option("--repeats", config.repeats,
+                   "Rounds over the whole grid (each cell once per round, a fresh loader per "
+                   "run); the report gives each cell's medians")
+      ->type_name("N")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1000}))
+      ->capture_default_str();
+  command
+      ->add_option("--warmup", config.warmup,
+                   "Untimed batches before each timed run (steps included)")
+      ->type_name("N")
+      ->capture_default_str();
+  command
+      ->add_option("--run-ms", config.run_ms,
+                   "Timed span of each run in milliseconds: batches are taken until it has "
+                   "passed (at least 2)")
+      ->type_name("MS")
+      ->check(CLI::Range(1.0, 1e7))
+      ->capture_default_str();
+  command
+      ->add_option("--json", config.json_path,
+                   "Also write the report as JSON to FILE (schema: docs/benchmarks/schema.json; "
+                   "default: none)")
+      ->type_name("FILE");
+  command
+      ->add_option("--svg", config.svg_path,
+                   "Also draw the grid as an SVG chart to FILE: samples/s and stall fraction vs "
+                   "workers, one line per prefetch depth, one panel per batch size (default: "
+                   "none)")
+      ->type_name("FILE");
+  command->add_flag("--auto", config.auto_rows,
+                    "Also run workers = auto, prefetch_depth = auto once per batch size (a fresh "
+                    "loader each run, tuning inside the timed span) and report its samples/s, its "
+                    "ratio to the best grid cell of that batch size, its final settings and the "
+                    "batch of its last change");
+  command->add_flag("--verbose,-v", config.verbose,
+                    "Keep the library's info-level log (default: warnings and errors only)");
+  command->footer(
+      "Each repeat runs every cell once (batch size, then depth, then workers), each on a fresh "
+      "gpufeed::loader: --warmup untimed batches, then batches for --run-ms. The consumer takes "
+      "a batch with next(), holds it for the step (--step-us + --step-us-per-sample x batch "
+      "size), then releases it. samples/s = timed samples / timed wall time; stall fraction = "
+      "time blocked in next() / timed wall time (with no step the consumer always waits, so it "
+      "is close to 1). Each cell reports medians over the repeats; the best cell (most "
+      "samples/s) is marked '*' and the best of each batch size '+'.");
+  return command;
+}
+
+report run_sweep(sweep_config const& config, std::ostream& progress) {
+  apply_log_level(config.verbose);
+  if (config.workers.empty() || config.depths.empty() || config.batch_sizes.empty()) {
+    throw std::invalid_argument{"--workers, --depths and --batch-sizes each need a value"};
+  }
+  auto const choice = parse_dataset(config.dataset);
+  dataset_knobs knobs;
+  knobs.samples = config.samples;
+  knobs.sample_bytes = config.sample_bytes;
+  knobs.cpu_cost_us = config.cpu_cost_us;
+  knobs.seed = config.seed;
+  knobs.image_size = config.image_size;
+  knobs.chunk_window = config.order == "chunk-aware" ? config.chunk_window : 0;
+  auto const data = make_compare_dataset(choice, knobs);
+  std::size_t const bytes_per_sample = data.data->spec().bytes_per_sample();
+
+  std::vector<sweep_row> rows;
+  for (auto const batch_size : config.batch_sizes) {
+    for (auto const depth : config.depths) {
+      for (auto const workers : config.workers) {
+        rows.push_back({{batch_size, workers, depth, "grid"},
+                        row_options(config, batch_size, workers, depth),
+                        {}});
+      }
+    }
+  }
+  if (config.auto_rows) {
+    for (auto const batch_size : config.batch_sizes) {
+      auto options = row_options(config, batch_size, gpufeed::auto_workers, gpufeed::auto_depth);
+      rows.push_back({{batch_size, 0, 0, "auto"}, options, {}});
+    }
+  }
+
+  progress << "sweep: " << config.dataset << " (" << data.data->spec().to_string() << ", "
+           << data.data->size() << " samples), " << rows.size() << " cells x " << config.repeats
+           << " repeats of " << format_fixed(config.run_ms, 0) << " ms, " << step_text(config)
+           << '\n';
+  for (std::size_t r = 0; r < config.repeats; ++r) {
+    for (auto& row : rows) {
+      row.runs.push_back(measure_row(data.data, row.options, config));
+      auto const& run = row.runs.back();
+      bool const tuned = row.cell.chosen_by == "auto";
+      progress << "  repeat " << r + 1 << '/' << config.repeats << ": batch " << row.cell.batch_size
+               << (tuned ? " auto: depth " + std::to_string(run.tuned_depth) + " workers " +
+                               std::to_string(run.tuned_workers)
+                         : " depth " + std::to_string(row.cell.prefetch_depth) + " workers " +
+                               std::to_string(row.cell.workers))
+               << ": " << format_rate(ratio_or_zero(static_cast<double>(run.samples), run.seconds))
+               << " samples, stall "
+               << format_fixed(100.0 * ratio_or_zero(run.wait_s, run.seconds), 1) << " %";
+      if (tuned) {
+        progress << ", " << run.tune_changes << " changes, last at batch " << run.last_change_batch;
+      }
+      progress << '\n';
+      if (tuned) {  // the cell shows what the tuner chose (the last run's)
+        row.cell.workers = run.tuned_workers;
+        row.cell.prefetch_depth = run.tuned_depth;
+      }
+    }
+  }
+
+  report rep;
+  rep.command = "sweep";
+  for (auto const& row : rows) rep.results.push_back(summarize(row, bytes_per_sample));
+  mark_best(rep.results);
+  if (!rep.results.empty()) rep.results.front().peak_rss_bytes = peak_rss_bytes();
+
+  rep.config = {{"workers", config.workers},
+                {"depths", config.depths},
+                {"batch_sizes", config.batch_sizes},
+                {"json", config.json_path},
+                {"svg", config.svg_path},
+                {"verbose", config.verbose},
+                {"auto", config.auto_rows},
+                {"dataset", config.dataset},
+                {"dataset_info", data.description},
+                {"bytes_per_sample", bytes_per_sample},
+                {"order", config.order},
+                {"chunk_window", config.order == "chunk-aware" ? config.chunk_window : 0},
+                {"samples", config.samples},
+                {"sample_bytes", config.sample_bytes},
+                {"cpu_cost_us", config.cpu_cost_us},
+                {"image_size", config.image_size},
+                {"seed", config.seed},
+                {"step_us", config.step_us},
+                {"step_us_per_sample", config.step_us_per_sample},
+                {"step_mode", config.step_mode},
+                {"repeats", config.repeats},
+                {"warmup", config.warmup},
+                {"run_ms", config.run_ms}};
+
+  if (!config.svg_path.empty()) {
+    sweep_chart chart;
+    auto const machine = detect_machine();
+    chart.title = "gpufeed-bench sweep: " + config.dataset + ", " + step_text(config);
+    chart.subtitle = {
+        data.data->spec().to_string() + ", read cost " + format_fixed(config.cpu_cost_us, 0) +
+            " us/sample; median of " + std::to_string(config.repeats) + " runs of " +
+            format_fixed(config.run_ms, 0) + " ms per cell, bars from min to max",
+        std::to_string(machine.cpus) + " CPUs" +
+            (machine.cpu_model.empty() ? "" : " (" + machine.cpu_model + ")") + ", load " +
+            format_fixed(machine.load_average[0], 1) + " at the end, " + utc_date()};
+    for (auto const& result : rep.results) {
+      sweep_point point;
+      point.batch_size = result.cell->batch_size;
+      point.workers = result.cell->workers;
+      point.depth = result.cell->prefetch_depth;
+      point.grid = result.cell->chosen_by == "grid";
+      point.samples_per_s = result.samples_per_s.value_or(0.0);
+      point.samples_per_s_min = result.details.value("samples_per_s_min", 0.0);
+      point.samples_per_s_max = result.details.value("samples_per_s_max", 0.0);
+      point.stall_fraction = result.details.value("stall_fraction", 0.0);
+      point.best = result.details.value("best", false);
+      chart.points.push_back(point);
+    }
+    write_sweep_svg(chart, config.svg_path);
+    progress << "wrote " << config.svg_path << '\n';
+  }
+  return rep;
+}
+
+}  // namespace gpufeed::bench

@@ -1,0 +1,16 @@
+#pragma once
+// The libtorch side: a torch::data dataset written the way libtorch's users write one (OpenCV
+// decodes, resizes and flips in get(), the float conversion and normalisation run on the CPU,
+// Stack<> collates) through torch::data::make_data_loader, and `.to(device)` in the loop.
+
+#include <memory>
+
+#include "feed.hpp"
+
+namespace train_classifier {
+
+/// A feed over `options.folder` with libtorch's own data loader. Gradient-accumulation steps are
+/// the same as gpufeed's (gpufeed::batch_plan computes them; libtorch has none).
+[[nodiscard]] std::unique_ptr<feed> make_libtorch_feed(feed_options const& options);
+
+}  // namespace train_classifier

@@ -1,0 +1,60 @@
+#pragma once
+// An opt-in, bounded recorder of the loader's stage spans, written out in the Trace Event
+// Format that chrome://tracing and Perfetto (ui.perfetto.dev) open.
+//
+// It keeps the last `capacity` spans in a ring allocated once. Recording is one fetch_add on a
+// shared counter and a few relaxed stores into the span's entry, guarded by a per-entry
+// sequence number (a seqlock), so that writing the trace while the loader runs never reads a
+// half-written span; a span overwritten while it is read is left out.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <ostream>
+
+namespace gpufeed::detail {
+
+/// What a span measured.
+enum class span_kind : std::uint8_t {
+  read,            ///< dataset::read of one sample (args: index, batch)
+  slot_wait,       ///< a worker idle because no slot was free
+  batch_complete,  ///< the last read's worker closing a batch (and enqueueing its copy)
+  consumer_wait,   ///< next() waiting for a batch (args: batch, epoch)
+};
+
+class trace_recorder {
+ public:
+  /// Allocates `capacity` (> 0) entries.
+  explicit trace_recorder(std::size_t capacity);
+
+  /// Records one span on thread `tid` (a worker's number; the consumer is `workers`).
+  void record(span_kind kind, std::uint32_t tid, std::int64_t begin_ns, std::int64_t end_ns,
+              std::uint64_t arg0 = 0, std::uint64_t arg1 = 0) noexcept;
+
+  /// Writes the spans kept, oldest first, as a Trace Event Format JSON object. Timestamps are
+  /// microseconds since `origin_ns` (steady clock); threads 0 .. workers - 1 are named
+  /// "worker N", thread `workers` "consumer". Safe while others record.
+  void write(std::ostream& out, std::int64_t origin_ns, unsigned workers) const;
+
+  [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
+  /// Spans recorded so far, those overwritten included.
+  [[nodiscard]] std::uint64_t recorded() const noexcept {
+    return next_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  struct entry {
+    std::atomic<std::uint64_t> sequence{0};  // 2 x (n + 1) once span n is written; odd: writing
+    std::atomic<std::uint64_t> kind_tid{0};
+    std::atomic<std::int64_t> begin_ns{0};
+    std::atomic<std::int64_t> duration_ns{0};
+    std::atomic<std::uint64_t> arg0{0};
+    std::atomic<std::uint64_t> arg1{0};
+  };
+  std::size_t capacity_;
+  std::unique_ptr<entry[]> entries_;
+  std::atomic<std::uint64_t> next_{0};
+};
+
+}  // namespace gpufeed::detail

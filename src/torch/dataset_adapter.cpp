@@ -1,0 +1,66 @@
+#include "gpufeed/torch/dataset_adapter.hpp"
+
+#include <cstring>
+#include <sstream>
+#include <string>
+
+#include "gpufeed/torch/tensors.hpp"
+
+namespace gpufeed::torch::detail {
+namespace {
+
+std::string shape_text(::torch::IntArrayRef shape) {
+  std::ostringstream out;
+  out << '[';
+  for (std::size_t d = 0; d < shape.size(); ++d) out << (d ? ", " : "") << shape[d];
+  out << ']';
+  return out.str();
+}
+
+void add_field(sample_spec& spec, char const* name, ::torch::Tensor const& t) {
+  GPUFEED_EXPECTS(t.defined(),
+                  std::string{"gpufeed::torch: example 0 has an undefined '"} + name + "' tensor");
+  auto const sizes = t.sizes();
+  spec.add(name, from_torch_dtype(t.scalar_type()), {sizes.begin(), sizes.end()});
+}
+
+void copy_field(::torch::Tensor const& t, field const& want, sample_view const& out, std::size_t f,
+                std::size_t index) {
+  GPUFEED_EXPECTS(t.defined(), "gpufeed::torch: example " + std::to_string(index) + " has no '" +
+                                   want.name + "' tensor, but example 0 had one");
+  GPUFEED_EXPECTS(t.device().is_cpu(),
+                  "gpufeed::torch: example " + std::to_string(index) + "'s '" + want.name +
+                      "' tensor is on " + t.device().str() +
+                      "; get() must return CPU tensors (gpufeed copies batches to the GPU)");
+  GPUFEED_EXPECTS(from_torch_dtype(t.scalar_type()) == want.type,
+                  "gpufeed::torch: example " + std::to_string(index) + "'s '" + want.name +
+                      "' tensor is " + std::string{c10::toString(t.scalar_type())} +
+                      " but example 0's was " + std::string{to_string(want.type)} +
+                      "; return one dtype from get()");
+  auto const sizes = t.sizes();
+  GPUFEED_EXPECTS(std::equal(sizes.begin(), sizes.end(), want.shape.begin(), want.shape.end()),
+                  "gpufeed::torch: example " + std::to_string(index) + "'s '" + want.name +
+                      "' tensor has shape " + shape_text(sizes) + " but example 0's was " +
+                      shape_text(want.shape) +
+                      "; batches need one shape: resize or crop in get() (or in a transform)");
+  auto const contiguous = t.contiguous();
+  auto bytes = out.bytes(f);
+  std::memcpy(bytes.data(), contiguous.data_ptr(), bytes.size());
+}
+
+}  // namespace
+
+sample_spec spec_of(example_tensors const& first) {
+  sample_spec spec;
+  add_field(spec, "data", first.data);
+  if (first.target.defined()) add_field(spec, "target", first.target);
+  return spec;
+}
+
+void copy_example(example_tensors const& example, sample_view out, std::size_t index) {
+  auto const& spec = out.spec();
+  copy_field(example.data, spec[0], out, 0, index);
+  if (spec.size() > 1) copy_field(example.target, spec[1], out, 1, index);
+}
+
+}  // namespace gpufeed::torch::detail

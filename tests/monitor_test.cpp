@@ -1,0 +1,497 @@
+// system_monitor: the /proc parsers on fixture text, the low-utilization window on made-up
+// times, and the monitor's thread on this machine (no GPU here: its GPU fields are absent).
+
+#include <gtest/gtest.h>
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/spdlog.h>
+#include <time.h>  // NOLINT(modernize-deprecated-headers): clock_gettime is POSIX
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gpufeed/detail/proc_stat.hpp"
+#include "gpufeed/detail/utilization_window.hpp"
+#include "gpufeed/error.hpp"
+#include "gpufeed/log.hpp"
+#include "gpufeed/monitor.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using gpufeed::monitor_options;
+using gpufeed::monitor_sample;
+using gpufeed::system_monitor;
+namespace detail = gpufeed::detail;
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+// Collects what gpufeed's logger writes while it lives. Attach it before starting threads that
+// log and drop it after they are joined (spdlog's sink list itself is not synchronized).
+class log_capture {
+ public:
+  log_capture() : sink_{std::make_shared<sink>()} { gpufeed::logger()->sinks().push_back(sink_); }
+  ~log_capture() {
+    auto& sinks = gpufeed::logger()->sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+  }
+  log_capture(log_capture const&) = delete;
+  log_capture& operator=(log_capture const&) = delete;
+
+  [[nodiscard]] std::size_t count(std::string const& text) const {
+    auto const lines = sink_->lines();
+    return static_cast<std::size_t>(std::count_if(lines.begin(), lines.end(), [&](auto const& l) {
+      return l.find(text) != std::string::npos;
+    }));
+  }
+
+ private:
+  class sink final : public spdlog::sinks::base_sink<std::mutex> {
+   public:
+    std::vector<std::string> lines() {
+      std::lock_guard const lock{mutex_};
+      return lines_;
+    }
+
+   protected:
+    void sink_it_(spdlog::details::log_msg const& message) override {
+      lines_.emplace_back(message.payload.data(), message.payload.size());
+    }
+    void flush_() override {}
+
+   private:
+    std::vector<std::string> lines_;
+  };
+  std::shared_ptr<sink> sink_;
+};
+
+// Waits until `done()` holds, polling; fails the test after a generous deadline (a hang check,
+// not a timing assertion).
+template <class Condition>
+bool eventually(Condition done, std::chrono::seconds deadline = 60s) {
+  auto const until = std::chrono::steady_clock::now() + deadline;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
+double thread_cpu_s() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
+// ---------------------------------------------------------------------------------------------
+// /proc parsers
+
+TEST(proc_stat_test, ProcessStatCountsFieldsFromTheLastParenthesis) {
+  // A command name with spaces and parentheses, as a thread may name itself.
+  auto const text =
+      "4242 (my (odd) ) prog) S 1 4242 4242 0 -1 4194560 21877 0 12 0 250 75 3 4 20 0 9 0 "
+      "123456 912345678 24567 18446744073709551615 1 1 0 0 0 0 0 4096 17642 0 0 0 17 1 0 0 0 0 "
+      "0\n";
+  auto const ticks = detail::parse_process_stat(text);
+  ASSERT_TRUE(ticks.has_value());
+  EXPECT_EQ(ticks->user, 250U);
+  EXPECT_EQ(ticks->system, 75U);
+  EXPECT_EQ(ticks->total(), 325U);
+}
+
+TEST(proc_stat_test, ProcessStatRejectsTruncatedOrGarbledText) {
+  EXPECT_FALSE(detail::parse_process_stat("").has_value());
+  EXPECT_FALSE(detail::parse_process_stat("4242 (prog S 1 2 3").has_value());  // no ')'
+  EXPECT_FALSE(detail::parse_process_stat("4242 (prog) S 1 4242 4242 0 -1 4194560 21877 0 12 0")
+                   .has_value());  // stops before utime
+  EXPECT_FALSE(
+      detail::parse_process_stat("4242 (prog) S 1 4242 4242 0 -1 4194560 21877 0 12 0 2x5 75 0")
+          .has_value());
+}
+
+TEST(proc_stat_test, SystemStatSumsTheAggregateLine) {
+  auto const text =
+      "cpu  10132153 290696 3084719 46828483 16683 0 25195 7 175628 0\n"
+      "cpu0 1393280 32966 572056 13343292 6130 0 17875 0 23933 0\n"
+      "cpu1 1335999 29786 582113 13361000 3120 0 2001 0 20000 0\n"
+      "intr 1462898 0 0 0 0 0 0 0 0 1 0 0 0 0 0 0 0 0\n"
+      "ctxt 2578943\n";
+  auto const ticks = detail::parse_system_stat(text);
+  ASSERT_TRUE(ticks.has_value());
+  // user + nice + system + irq + softirq + steal; guest is already inside user.
+  EXPECT_EQ(ticks->busy, 10132153U + 290696U + 3084719U + 0U + 25195U + 7U);
+  EXPECT_EQ(ticks->idle, 46828483U + 16683U);
+}
+
+TEST(proc_stat_test, SystemStatAcceptsOldKernelsAndRejectsOthers) {
+  auto const old = detail::parse_system_stat("cpu  100 2 30 400\ncpu0 100 2 30 400\n");
+  ASSERT_TRUE(old.has_value());
+  EXPECT_EQ(old->busy, 132U);
+  EXPECT_EQ(old->idle, 400U);
+  EXPECT_FALSE(detail::parse_system_stat("cpu0 100 2 30 400\n").has_value());  // no aggregate
+  EXPECT_FALSE(detail::parse_system_stat("cpu  100 2 30\n").has_value());      // too short
+  EXPECT_FALSE(detail::parse_system_stat("cpu  100 two 30 400\n").has_value());
+  EXPECT_FALSE(detail::parse_system_stat("").has_value());
+}
+
+TEST(proc_stat_test, SystemCpuPercentIsBusyOverAllTicks) {
+  detail::system_cpu_ticks const before{.busy = 1000, .idle = 3000};
+  detail::system_cpu_ticks const after{.busy = 1300, .idle = 3100};
+  auto const percent = detail::system_cpu_percent(before, after);
+  ASSERT_TRUE(percent.has_value());
+  EXPECT_DOUBLE_EQ(*percent, 75.0);
+  EXPECT_FALSE(detail::system_cpu_percent(before, before).has_value());  // no time passed
+  EXPECT_FALSE(detail::system_cpu_percent(after, before).has_value());   // went backwards
+}
+
+TEST(proc_stat_test, CpuPercentIsOfOneCore) {
+  EXPECT_DOUBLE_EQ(detail::cpu_percent(150, 1.0, 100), 150.0);
+  EXPECT_DOUBLE_EQ(detail::cpu_percent(25, 0.5, 100), 50.0);
+  EXPECT_DOUBLE_EQ(detail::cpu_percent(25, 0.0, 100), 0.0);
+  EXPECT_DOUBLE_EQ(detail::cpu_percent(25, 1.0, 0), 0.0);
+}
+
+TEST(proc_stat_test, StatmResidentPagesIsTheSecondField) {
+  EXPECT_EQ(detail::parse_statm_resident_pages("5432 1234 567 12 0 890 0\n"), 1234U);
+  EXPECT_FALSE(detail::parse_statm_resident_pages("5432\n").has_value());
+  EXPECT_FALSE(detail::parse_statm_resident_pages("").has_value());
+}
+
+TEST(proc_stat_test, StatusRssIsInKibibytes) {
+  auto const text =
+      "Name:\tgpufeed-test\nUmask:\t0022\nState:\tS (sleeping)\nVmPeak:\t  912344 kB\n"
+      "VmSize:\t  912344 kB\nVmHWM:\t   40000 kB\nVmRSS:\t    8192 kB\nRssAnon:\t    4096 kB\n"
+      "Threads:\t3\n";
+  EXPECT_EQ(detail::parse_status_rss_bytes(text), 8192U * 1024U);
+  // Kernel threads have no VmRSS line.
+  EXPECT_FALSE(
+      detail::parse_status_rss_bytes("Name:\tkthreadd\nState:\tS (sleeping)\nThreads:\t1\n")
+          .has_value());
+  // RssAnon must not be mistaken for VmRSS, nor VmRSSX for it.
+  EXPECT_FALSE(detail::parse_status_rss_bytes("RssAnon:\t 4096 kB\nVmRSSX:\t 1 kB\n").has_value());
+}
+
+TEST(proc_stat_test, MeminfoUsedIsTotalMinusAvailable) {
+  auto const text =
+      "MemTotal:       65843688 kB\nMemFree:         1234567 kB\nMemAvailable:   40000000 kB\n"
+      "Buffers:          456789 kB\nCached:         30000000 kB\nSwapCached:            0 kB\n"
+      "HugePages_Total:       0\n";
+  auto const memory = detail::parse_meminfo(text);
+  ASSERT_TRUE(memory.has_value());
+  EXPECT_EQ(memory->total, 65843688ULL * 1024);
+  EXPECT_EQ(memory->available, 40000000ULL * 1024);
+  EXPECT_EQ(memory->used(), (65843688ULL - 40000000ULL) * 1024);
+  EXPECT_EQ(detail::parse_kb_field(text, "HugePages_Total"), 0U);  // a count, not kB
+}
+
+TEST(proc_stat_test, MeminfoWithoutMemAvailableFallsBackToFreeBuffersCached) {
+  auto const text =
+      "MemTotal:        1000 kB\nMemFree:          100 kB\nBuffers:           20 kB\n"
+      "Cached:           300 kB\nSwapCached:         5 kB\n";
+  auto const memory = detail::parse_meminfo(text);
+  ASSERT_TRUE(memory.has_value());
+  EXPECT_EQ(memory->available, 420U * 1024U);  // SwapCached is not Cached
+  EXPECT_EQ(memory->used(), 580U * 1024U);
+  EXPECT_FALSE(detail::parse_meminfo("MemFree: 100 kB\n").has_value());
+  EXPECT_FALSE(detail::parse_meminfo("MemTotal: 1000 kB\nMemFree: 100 kB\n").has_value());
+  EXPECT_FALSE(detail::parse_meminfo("MemTotal: 1000 MB\nMemAvailable: 10 kB\n").has_value());
+}
+
+TEST(proc_stat_test, ReadsThisProcessFiles) {
+  auto const stat = detail::read_proc_file("/proc/self/stat");
+  ASSERT_TRUE(stat.has_value());
+  EXPECT_TRUE(detail::parse_process_stat(*stat).has_value()) << *stat;
+  auto const head = detail::read_proc_file("/proc/self/status", 16);
+  ASSERT_TRUE(head.has_value());
+  EXPECT_EQ(head->size(), 16U);
+  EXPECT_FALSE(detail::read_proc_file("/proc/self/no-such-file").has_value());
+  EXPECT_GE(detail::usable_cpus(), 1U);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The low-utilization window
+
+TEST(utilization_window_test, WarnsOncePerLowWindow) {
+  detail::utilization_window window{30.0, 30.0};
+  std::vector<double> warned_at;
+  for (int t = 0; t <= 90; ++t) {
+    if (auto const low = window.add(t, 10.0)) {
+      warned_at.push_back(t);
+      EXPECT_DOUBLE_EQ(low->mean_percent, 10.0);
+      EXPECT_DOUBLE_EQ(low->span_s, 30.0);
+      EXPECT_EQ(low->readings, 31U);
+    }
+  }
+  // Windows [0, 30], [31, 61], then [62, 92] is not closed yet.
+  EXPECT_EQ(warned_at, (std::vector<double>{30, 61}));
+}
+
+TEST(utilization_window_test, MeanAtOrAboveThresholdSaysNothing) {
+  detail::utilization_window exact{2.0, 30.0};
+  EXPECT_FALSE(exact.add(0, 20.0));
+  EXPECT_FALSE(exact.add(1, 40.0));
+  EXPECT_FALSE(exact.add(2, 30.0));  // closes [0, 2] with a mean of 30: at the threshold
+  EXPECT_FALSE(exact.add(3, 29.0));
+  EXPECT_FALSE(exact.add(4, 29.0));
+  auto const low = exact.add(5, 29.0);  // closes [3, 5] with a mean of 29
+  ASSERT_TRUE(low.has_value());
+  EXPECT_DOUBLE_EQ(low->mean_percent, 29.0);
+  detail::utilization_window high{5.0, 30.0};
+  for (int t = 0; t <= 60; ++t) EXPECT_FALSE(high.add(t, 95.0)) << t;
+}
+
+TEST(utilization_window_test, UnknownReadingsAreNotCounted) {
+  detail::utilization_window window{4.0, 30.0};
+  EXPECT_FALSE(window.add(0, std::nullopt));
+  EXPECT_FALSE(window.add(1, 10.0));
+  EXPECT_FALSE(window.add(2, std::nullopt));
+  EXPECT_FALSE(window.add(3, 20.0));
+  auto const low = window.add(4, std::nullopt);
+  ASSERT_TRUE(low.has_value());
+  EXPECT_DOUBLE_EQ(low->mean_percent, 15.0);
+  EXPECT_EQ(low->readings, 2U);
+  // A window with no value at all says nothing.
+  for (int t = 5; t <= 20; ++t) EXPECT_FALSE(window.add(t, std::nullopt)) << t;
+}
+
+TEST(utilization_window_test, ZeroWindowTurnsTheCheckOff) {
+  detail::utilization_window window{0.0, 30.0};
+  for (int t = 0; t <= 100; ++t) EXPECT_FALSE(window.add(t, 0.0)) << t;
+}
+
+// ---------------------------------------------------------------------------------------------
+// to_json
+
+TEST(monitor_test, ToJsonWritesEveryFieldOnOneLine) {
+  monitor_sample sample;
+  sample.time = std::chrono::system_clock::time_point{std::chrono::seconds{1700000000}} + 250ms;
+  sample.elapsed_s = 2.5;
+  sample.gpu_index = 1;
+  sample.gpu_percent = 87.0;
+  sample.gpu_memory_used = 12ULL << 30;
+  sample.gpu_memory_total = 80ULL << 30;
+  sample.process_cpu_percent = 312.25;
+  sample.process_cpu_percent_of_cpus = 19.5;
+  sample.cpus = 16;
+  sample.system_cpu_percent = 40.0;
+  sample.process_rss = 2147483648ULL;
+  sample.ram_used = 1000;
+  sample.ram_total = 4000;
+  sample.monitor_cpu_s = 0.000042;
+  EXPECT_EQ(gpufeed::to_json(sample),
+            "{\"time_unix_s\":1700000000.250,\"elapsed_s\":2.500,\"gpu_index\":1,"
+            "\"gpu_percent\":87.0,\"gpu_memory_used_bytes\":12884901888,"
+            "\"gpu_memory_total_bytes\":85899345920,\"process_cpu_percent\":312.2,"
+            "\"process_cpu_percent_of_cpus\":19.5,\"cpus\":16,\"system_cpu_percent\":40.0,"
+            "\"process_rss_bytes\":2147483648,\"ram_used_bytes\":1000,\"ram_total_bytes\":4000,"
+            "\"monitor_cpu_s\":0.000042}");
+}
+
+TEST(monitor_test, ToJsonWritesNullForUnknownValues) {
+  monitor_sample sample;
+  sample.system_cpu_percent = std::nan("");
+  auto const json = gpufeed::to_json(sample);
+  EXPECT_EQ(json,
+            "{\"time_unix_s\":0.000,\"elapsed_s\":0.000,\"gpu_index\":null,\"gpu_percent\":null,"
+            "\"gpu_memory_used_bytes\":null,\"gpu_memory_total_bytes\":null,"
+            "\"process_cpu_percent\":null,\"process_cpu_percent_of_cpus\":null,\"cpus\":0,"
+            "\"system_cpu_percent\":null,\"process_rss_bytes\":null,\"ram_used_bytes\":null,"
+            "\"ram_total_bytes\":null,\"monitor_cpu_s\":0.000000}");
+  EXPECT_EQ(json.find('\n'), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The monitor's thread
+
+TEST(monitor_test, RejectsZeroIntervalAndZeroHistory) {
+  EXPECT_THROW(system_monitor{monitor_options{.interval = 0ms}}, gpufeed::logic_error);
+  EXPECT_THROW(system_monitor{monitor_options{.history = 0}}, gpufeed::logic_error);
+}
+
+TEST(monitor_test, SamplesThisMachineWithoutAGpu) {
+  log_capture const log;
+  // A quarter second: long enough for the 10 ms tick of /proc's CPU times to be a small error.
+  system_monitor monitor{{.interval = 250ms}};
+  system_monitor second{{.interval = 250ms}};
+  if (monitor.gpu_available()) GTEST_SKIP() << "this machine has a GPU that NVML sees";
+  EXPECT_NE(monitor.gpu_unavailable_reason().find("NVML"), std::string::npos);
+  EXPECT_FALSE(monitor.gpu_index().has_value());
+  // NVML's absence is logged at most once per process, whatever the number of monitors.
+  EXPECT_LE(log.count("NVML unavailable"), 1U);
+
+  ASSERT_TRUE(eventually([&] { return monitor.samples_taken() >= 2; }));
+  monitor.stop();
+  second.stop();
+  auto const sample = monitor.latest();
+  ASSERT_TRUE(sample.has_value());
+  EXPECT_FALSE(sample->gpu_index.has_value());
+  EXPECT_FALSE(sample->gpu_percent.has_value());
+  EXPECT_FALSE(sample->gpu_memory_used.has_value());
+  EXPECT_FALSE(sample->gpu_memory_total.has_value());
+
+  EXPECT_GE(sample->cpus, 1U);
+  ASSERT_TRUE(sample->process_cpu_percent.has_value());
+  ASSERT_TRUE(sample->process_cpu_percent_of_cpus.has_value());
+  ASSERT_TRUE(sample->system_cpu_percent.has_value());
+  double const tick_slack = 10.0;  // one 10 ms tick over 250 ms is 4 %
+  EXPECT_GE(*sample->process_cpu_percent, 0.0);
+  EXPECT_LE(*sample->process_cpu_percent, 100.0 * sample->cpus + tick_slack);
+  EXPECT_NEAR(*sample->process_cpu_percent_of_cpus, *sample->process_cpu_percent / sample->cpus,
+              1e-9);
+  EXPECT_GE(*sample->system_cpu_percent, 0.0);
+  EXPECT_LE(*sample->system_cpu_percent, 100.0);
+
+  ASSERT_TRUE(sample->process_rss.has_value());
+  EXPECT_GT(*sample->process_rss, 0U);
+  ASSERT_TRUE(sample->ram_total.has_value());
+  ASSERT_TRUE(sample->ram_used.has_value());
+  EXPECT_GT(*sample->ram_total, 0U);
+  EXPECT_LE(*sample->ram_used, *sample->ram_total);
+  EXPECT_LE(*sample->process_rss, *sample->ram_total);
+  EXPECT_GT(sample->elapsed_s, 0.0);
+
+  // Its own cost is measured, and is not absurd (a sanity bound, not a timing claim).
+  EXPECT_GT(sample->monitor_cpu_s, 0.0);
+  EXPECT_GT(monitor.cost_per_sample_s(), 0.0);
+  EXPECT_LT(monitor.cost_per_sample_s(), 1.0);
+  EXPECT_NE(gpufeed::to_json(*sample).find("\"gpu_percent\":null"), std::string::npos);
+}
+
+TEST(monitor_test, HistoryIsBoundedOldestFirst) {
+  system_monitor monitor{{.interval = 5ms, .history = 3}};
+  ASSERT_TRUE(eventually([&] { return monitor.samples_taken() >= 7; }));
+  monitor.stop();
+  auto const history = monitor.history();
+  ASSERT_EQ(history.size(), 3U);
+  EXPECT_GE(monitor.samples_taken(), 7U);
+  EXPECT_LT(history[0].elapsed_s, history[1].elapsed_s);
+  EXPECT_LT(history[1].elapsed_s, history[2].elapsed_s);
+  ASSERT_TRUE(monitor.latest().has_value());
+  EXPECT_EQ(monitor.latest()->elapsed_s, history.back().elapsed_s);
+}
+
+TEST(monitor_test, HistoryBeforeItFillsHoldsEverySample) {
+  system_monitor monitor{{.interval = 5ms, .history = 1000}};
+  ASSERT_TRUE(eventually([&] { return monitor.samples_taken() >= 4; }));
+  monitor.stop();
+  auto const history = monitor.history();
+  EXPECT_EQ(history.size(), monitor.samples_taken());
+  for (std::size_t i = 1; i < history.size(); ++i) {
+    EXPECT_LT(history[i - 1].elapsed_s, history[i].elapsed_s) << i;
+  }
+}
+
+TEST(monitor_test, CallbackSeesEverySampleAndItsExceptionsAreContained) {
+  std::atomic<std::uint64_t> seen{0};
+  log_capture const log;
+  {
+    system_monitor monitor{{.interval = 5ms, .on_sample = [&](monitor_sample const&) {
+                              ++seen;
+                              throw std::runtime_error{"callback failed"};
+                            }}};
+    ASSERT_TRUE(eventually([&] { return monitor.samples_taken() >= 3; }));
+    monitor.stop();
+    EXPECT_EQ(seen.load(), monitor.samples_taken());
+  }
+  EXPECT_EQ(log.count("on_sample threw: callback failed"), 1U);  // once, not per sample
+}
+
+TEST(monitor_test, StopsPromptlyWithALongInterval) {
+  auto const start = std::chrono::steady_clock::now();
+  {
+    system_monitor monitor{{.interval = std::chrono::hours{1}}};
+    EXPECT_FALSE(monitor.latest().has_value());
+  }
+  // A hang check: the destructor must not wait for the interval.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+}
+
+TEST(monitor_test, StopIsIdempotentAndSafeFromManyThreads) {
+  system_monitor monitor{{.interval = 1ms, .history = 8}};
+  std::atomic<bool> done{false};
+  std::vector<std::thread> readers;
+  readers.reserve(3);
+  for (int i = 0; i < 3; ++i) {
+    readers.emplace_back([&] {
+      while (!done) {
+        (void)monitor.latest();
+        (void)monitor.history();
+        (void)monitor.cost_per_sample_s();
+      }
+    });
+  }
+  ASSERT_TRUE(eventually([&] { return monitor.samples_taken() >= 10; }));
+  std::thread stopper{[&] { monitor.stop(); }};
+  monitor.stop();
+  stopper.join();
+  auto const taken = monitor.samples_taken();
+  done = true;
+  for (auto& reader : readers) reader.join();
+  EXPECT_EQ(monitor.samples_taken(), taken);  // nothing sampled after stop
+  EXPECT_LE(monitor.history().size(), 8U);
+}
+
+TEST(monitor_test, BusyThreadRaisesProcessCpu) {
+  system_monitor monitor{{.interval = 100ms}};
+  std::thread spinner{[] {
+    // Burn a fixed amount of CPU time (not wall time), however busy the machine is.
+    double const until = thread_cpu_s() + 0.8;
+    volatile std::uint64_t sink = 0;
+    while (thread_cpu_s() < until) sink = sink + 1;
+  }};
+  spinner.join();
+  monitor.stop();
+  auto const history = monitor.history();
+  ASSERT_FALSE(history.empty());
+  double highest = 0;
+  for (auto const& sample : history) {
+    if (sample.process_cpu_percent) highest = std::max(highest, *sample.process_cpu_percent);
+  }
+  // 0.8 s of CPU time over samples 0.1 s apart: a sample during the spin sees most of a core;
+  // 10 % leaves room for a machine shared with other jobs.
+  EXPECT_GT(highest, 10.0);
+}
+
+TEST(monitor_test, LowUtilizationIsReportedOncePerWindowOnAGpu) {
+  std::atomic<int> low_windows{0};
+  std::atomic<bool> bad_event{false};
+  log_capture const log;
+  {
+    // An idle GPU (nothing runs on it here) is under any threshold of 101 %.
+    system_monitor monitor{{.interval = 20ms,
+                            .low_utilization_window = 100ms,
+                            .low_utilization_percent = 101,
+                            .on_low_utilization = [&](gpufeed::low_utilization const& low) {
+                              if (low.mean_percent > 100 || low.samples == 0 ||
+                                  low.window_s < 0.1) {
+                                bad_event = true;
+                              }
+                              ++low_windows;
+                            }}};
+    if (!monitor.gpu_available()) GTEST_SKIP() << monitor.gpu_unavailable_reason();
+    ASSERT_TRUE(eventually([&] { return low_windows >= 2; }));
+    monitor.stop();
+    // One event per window, and a window spans 100 ms, so it holds at least two samples.
+    EXPECT_LE(static_cast<std::uint64_t>(low_windows.load()), monitor.samples_taken() / 2);
+    auto const sample = monitor.latest();
+    ASSERT_TRUE(sample.has_value());
+    EXPECT_TRUE(sample->gpu_percent.has_value());
+    EXPECT_TRUE(sample->gpu_memory_total.has_value());
+  }
+  EXPECT_FALSE(bad_event.load());
+  EXPECT_EQ(log.count("utilization averaged"), static_cast<std::size_t>(low_windows.load()));
+  EXPECT_GE(log.count("the loader's diagnosis"), 1U);
+}
+
+}  // namespace

@@ -1,0 +1,281 @@
+// gpufeed::torch: tensors over batches, the make_data_loader drop-in against libtorch's own
+// loader, leases held by tensors, and the errors a libtorch dataset can cause.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpufeed/torch.hpp"
+#include "gpufeed/torch/current_stream.hpp"
+#include "support/test_datasets.hpp"
+
+namespace {
+
+namespace gt = gpufeed::torch;
+using torch::data::DataLoaderOptions;
+using torch::data::samplers::SequentialSampler;
+using torch::data::transforms::Stack;
+
+// A libtorch dataset as its users write one: whole tensors in memory, get(i) returns row i.
+class rows_dataset : public torch::data::datasets::Dataset<rows_dataset> {
+ public:
+  explicit rows_dataset(std::int64_t n, std::int64_t odd_one = -1) : odd_one_{odd_one} {
+    torch::manual_seed(7);
+    images_ = torch::rand({n, 3, 5, 4});
+    labels_ = torch::randint(0, 10, {n}, torch::kInt64);
+  }
+  torch::data::Example<> get(std::size_t index) override {
+    auto const i = static_cast<std::int64_t>(index);
+    if (i == odd_one_) return {torch::zeros({3, 4, 4}), labels_[i]};  // the wrong shape
+    return {images_[i], labels_[i]};
+  }
+  torch::optional<std::size_t> size() const override {
+    return static_cast<std::size_t>(images_.size(0));
+  }
+  [[nodiscard]] torch::Tensor const& images() const { return images_; }
+  [[nodiscard]] torch::Tensor const& labels() const { return labels_; }
+
+ private:
+  torch::Tensor images_;
+  torch::Tensor labels_;
+  std::int64_t odd_one_;
+};
+
+// Examples without a target.
+class unlabelled_dataset
+    : public torch::data::datasets::Dataset<unlabelled_dataset, torch::data::TensorExample> {
+ public:
+  torch::data::TensorExample get(std::size_t index) override {
+    return torch::data::TensorExample{torch::full({2}, static_cast<double>(index))};
+  }
+  torch::optional<std::size_t> size() const override { return 10; }
+};
+
+std::vector<torch::data::Example<>> libtorch_batches(rows_dataset const& data, std::size_t batch,
+                                                     std::size_t workers) {
+  auto loader = torch::data::make_data_loader<SequentialSampler>(
+      rows_dataset{data}.map(Stack<>()),
+      DataLoaderOptions().batch_size(batch).workers(workers).enforce_ordering(true));
+  std::vector<torch::data::Example<>> out;
+  for (auto& b : *loader) out.push_back(b);
+  return out;
+}
+
+TEST(torch_adapter_test, WrappedDatasetGivesLibtorchsBatchesInLibtorchsOrder) {
+  rows_dataset const data{37};
+  auto const want = libtorch_batches(data, 8, 2);
+  auto loader = gt::make_data_loader<SequentialSampler>(
+      rows_dataset{data}.map(Stack<>()),
+      DataLoaderOptions().batch_size(8).workers(2).enforce_ordering(true));
+  std::size_t b = 0;
+  for (auto& got : *loader) {
+    ASSERT_LT(b, want.size());
+    EXPECT_TRUE(torch::equal(got.data, want[b].data)) << "batch " << b;
+    EXPECT_TRUE(torch::equal(got.target, want[b].target)) << "batch " << b;
+    EXPECT_EQ(got.data.dtype(), torch::kFloat);
+    EXPECT_EQ(got.data.sizes(), want[b].data.sizes());
+    ++b;
+  }
+  EXPECT_EQ(b, want.size());
+}
+
+TEST(torch_adapter_test, TensorsEqualTheDatasetRowsTheirIndicesName) {
+  rows_dataset const data{50};
+  auto loader =
+      gt::make_data_loader(rows_dataset{data}, gt::data_loader_options{6}.workers(3).seed(11));
+  std::set<std::int64_t> seen;
+  for (auto& b : *loader) {
+    ASSERT_EQ(b.size(), b.data.size(0));
+    for (std::int64_t r = 0; r < b.size(); ++r) {
+      auto const i = b.indices[static_cast<std::size_t>(r)];
+      EXPECT_TRUE(torch::equal(b.data[r], data.images()[i])) << "index " << i;
+      EXPECT_TRUE(torch::equal(b["target"][r], data.labels()[i])) << "index " << i;
+      seen.insert(i);
+    }
+    EXPECT_EQ(b.names, (std::vector<std::string>{"data", "target"}));
+  }
+  EXPECT_EQ(seen.size(), 50U);  // every sample once: RandomSampler's epoch is a permutation
+}
+
+TEST(torch_adapter_test, RandomSamplerShufflesWithTheSeedAndSequentialDoesNot) {
+  rows_dataset const data{40};
+  auto order = [&](auto make) {
+    auto loader = make();
+    std::vector<std::int64_t> out;
+    for (auto& b : *loader) out.insert(out.end(), b.indices.begin(), b.indices.end());
+    return out;
+  };
+  auto const shuffled = order(
+      [&] { return gt::make_data_loader(rows_dataset{data}, gt::data_loader_options{5}.seed(3)); });
+  auto const again = order(
+      [&] { return gt::make_data_loader(rows_dataset{data}, gt::data_loader_options{5}.seed(3)); });
+  auto const sequential = order(
+      [&] { return gt::make_data_loader<SequentialSampler>(rows_dataset{data}, std::size_t{5}); });
+  std::vector<std::int64_t> in_order(40);
+  for (std::int64_t i = 0; i < 40; ++i) in_order[static_cast<std::size_t>(i)] = i;
+  EXPECT_EQ(sequential, in_order);
+  EXPECT_EQ(shuffled, again);
+  EXPECT_NE(shuffled, in_order);
+}
+
+TEST(torch_adapter_test, ExampleTransformsAreApplied) {
+  rows_dataset const data{12};
+  auto loader = gt::make_data_loader<SequentialSampler>(
+      rows_dataset{data}.map(torch::data::transforms::Normalize<>(0.5, 0.25)).map(Stack<>()),
+      std::size_t{4});
+  for (auto& b : *loader) {
+    auto const first = b.indices.front();
+    EXPECT_TRUE(torch::allclose(b.data[0], (data.images()[first] - 0.5) / 0.25));
+  }
+}
+
+TEST(torch_adapter_test, ExamplesWithoutATargetHaveData) {
+  auto loader = gt::make_data_loader<SequentialSampler>(unlabelled_dataset{}, std::size_t{4});
+  auto b = loader->next();
+  ASSERT_TRUE(b.has_value());
+  EXPECT_FALSE(b->target.defined());
+  EXPECT_EQ(b->names, std::vector<std::string>{"data"});
+  EXPECT_TRUE(
+      torch::equal(b->data.select(1, 0), torch::tensor({0.0F, 1.0F, 2.0F, 3.0F}, torch::kFloat)));
+}
+
+TEST(torch_adapter_test, LibtorchOptionsMeanWhatTheySay) {
+  gt::data_loader_options const from_torch{
+      DataLoaderOptions().batch_size(16).workers(0).drop_last(true).timeout(
+          std::chrono::milliseconds{1500})};
+  EXPECT_EQ(from_torch.batch_size(), 16U);
+  EXPECT_EQ(from_torch.workers(), 1U);  // 0 (load in the caller) becomes one worker
+  EXPECT_TRUE(from_torch.drop_last());
+  EXPECT_EQ(from_torch.timeout(), std::chrono::milliseconds{1500});
+  rows_dataset const data{37};
+  auto loader = gt::make_data_loader<SequentialSampler>(rows_dataset{data}, from_torch);
+  std::size_t batches = 0;
+  for (auto& b : *loader) {
+    EXPECT_EQ(b.size(), 16);
+    ++batches;
+  }
+  EXPECT_EQ(batches, 2U);  // 37 = 16 + 16 + 5 dropped
+}
+
+TEST(torch_adapter_test, BeginAfterABrokenEpochStartsTheNextOne) {
+  rows_dataset const data{20};
+  auto loader = gt::make_data_loader<SequentialSampler>(rows_dataset{data}, std::size_t{5});
+  for (auto& b : *loader) {
+    EXPECT_EQ(b.epoch, 0U);
+    break;
+  }
+  std::size_t batches = 0;
+  for (auto& b : *loader) {
+    EXPECT_EQ(b.epoch, 1U);
+    EXPECT_EQ(b.sequence, batches);
+    ++batches;
+  }
+  EXPECT_EQ(batches, 4U);
+}
+
+TEST(torch_adapter_test, TheSlotIsLeasedUntilTheLastViewOfItsTensorsGoes) {
+  rows_dataset const data{40};
+  auto options = gt::data_loader_options{4}.prefetch_depth(2);
+  options.loader().timeout = std::chrono::milliseconds{300};
+  auto loader = gt::make_data_loader<SequentialSampler>(rows_dataset{data}, options);
+  auto first = loader->next();
+  auto second = loader->next();
+  ASSERT_TRUE(first && second);
+  auto const view = first->data.slice(0, 1, 3);  // a view keeps the slot too
+  auto const expected = view.clone();
+  first.reset();
+  // Both slots are still leased (one through `view`): no third batch can be prepared.
+  EXPECT_ANY_THROW((void)loader->next());
+  EXPECT_TRUE(torch::equal(view, expected));  // and the viewed rows were not overwritten
+}
+
+TEST(torch_adapter_test, ReleasingTheTensorsGivesTheSlotBack) {
+  rows_dataset const data{40};
+  auto options = gt::data_loader_options{4}.prefetch_depth(2);
+  options.loader().timeout = std::chrono::milliseconds{20'000};
+  auto loader = gt::make_data_loader<SequentialSampler>(rows_dataset{data}, options);
+  for (std::size_t b = 0; b < 10; ++b) {
+    auto batch = loader->next();  // each batch's tensors die at the end of the iteration
+    ASSERT_TRUE(batch.has_value()) << "batch " << b;
+    EXPECT_EQ(batch->indices.front(), static_cast<std::int64_t>(4 * b));
+  }
+}
+
+TEST(torch_adapter_test, TensorsOutliveTheirLoaderSafely) {
+  rows_dataset const data{16};
+  torch::Tensor kept;
+  std::int64_t first = -1;
+  {
+    auto loader = gt::make_data_loader<SequentialSampler>(rows_dataset{data}, std::size_t{8});
+    auto b = loader->next();
+    ASSERT_TRUE(b.has_value());
+    kept = b->data;
+    first = b->indices.front();
+  }  // the loader is gone; the slot stays valid while `kept` views it
+  EXPECT_TRUE(torch::equal(kept[0], data.images()[first]));
+}
+
+TEST(torch_adapter_test, AnExampleOfAnotherShapeIsAnErrorNamingItsIndex) {
+  rows_dataset const data{16, /*odd_one=*/6};
+  auto loader = gt::make_data_loader<SequentialSampler>(rows_dataset{data}, std::size_t{4});
+  ASSERT_TRUE(loader->next().has_value());
+  try {
+    (void)loader->next();
+    FAIL() << "batch 1 holds example 6, whose shape differs";
+  } catch (gpufeed::sample_error const& e) {
+    EXPECT_EQ(e.index(), 6U);
+    try {
+      std::rethrow_if_nested(e);
+    } catch (std::exception const& inner) {
+      std::string const text = inner.what();
+      EXPECT_NE(text.find("example 6"), std::string::npos) << text;
+      EXPECT_NE(text.find("[3, 4, 4]"), std::string::npos) << text;
+      EXPECT_NE(text.find("[3, 5, 4]"), std::string::npos) << text;
+    }
+  }
+}
+
+TEST(torch_adapter_test, GpufeedDatasetsLoadThroughTheSameInterface) {
+  auto data = std::make_shared<gpufeed::test::echo_dataset>(30);
+  auto loader = gt::make_data_loader<SequentialSampler>(
+      std::shared_ptr<gpufeed::dataset const>{data}, gt::data_loader_options{7});
+  std::int64_t next_index = 0;
+  for (auto& b : *loader) {
+    ASSERT_EQ(b.data.dtype(), torch::kInt64);
+    for (std::int64_t r = 0; r < b.size(); ++r) {
+      EXPECT_EQ(b.data[r].item<std::int64_t>(), next_index++);
+    }
+  }
+  EXPECT_EQ(next_index, 30);
+}
+
+TEST(torch_adapter_test, CudaPlacementWithoutCudaSaysWhatToDo) {
+  if (gt::detail::torch_has_cuda()) GTEST_SKIP() << "this build has CUDA batches";
+  rows_dataset const data{8};
+  try {
+    (void)gt::make_data_loader(rows_dataset{data}, gt::data_loader_options{4}.device(0));
+    FAIL() << "device() was accepted without CUDA";
+  } catch (gpufeed::logic_error const& e) {
+    EXPECT_NE(std::string{e.what()}.find(".to(device)"), std::string::npos) << e.what();
+  }
+}
+
+TEST(torch_adapter_test, DtypesMapBothWays) {
+  for (auto type : {gpufeed::dtype::u8, gpufeed::dtype::i8, gpufeed::dtype::i16,
+                    gpufeed::dtype::i32, gpufeed::dtype::i64, gpufeed::dtype::f16,
+                    gpufeed::dtype::bf16, gpufeed::dtype::f32, gpufeed::dtype::f64}) {
+    EXPECT_EQ(gt::from_torch_dtype(gt::to_torch_dtype(type)), type);
+  }
+  EXPECT_EQ(gt::from_torch_dtype(torch::kBool), gpufeed::dtype::u8);
+  EXPECT_THROW((void)gt::from_torch_dtype(torch::kComplexFloat), gpufeed::logic_error);
+}
+
+}  // namespace
