@@ -42,6 +42,10 @@ class object_text {
     key(name);
     out_ += std::to_string(value);
   }
+  void boolean(char const* name, bool value) {
+    key(name);
+    out_ += value ? "true" : "false";
+  }
   void text(char const* name, std::string_view value) {
     key(name);
     detail::append_json_string(out_, value);
@@ -88,6 +92,11 @@ std::string to_json(stats const& s) {
     o.integer("failed_batches", s.failed_batches);
     o.integer("workers", s.workers);
     o.integer("ring_slots", s.ring_slots);
+    o.boolean("autotuned", s.autotuned);
+    o.integer("worker_threads", s.worker_threads);
+    o.integer("ring_capacity", s.ring_capacity);
+    o.integer("autotune_changes", s.autotune_changes);
+    o.integer("autotune_last_change_batch", s.autotune_last_change_batch);
     o.integer("ring_ready", s.ring_ready);
     o.integer("ring_leased", s.ring_leased);
     o.number("ring_ready_mean", s.ring_ready_mean);

@@ -4,10 +4,8 @@
 // scale with the thread count even on a 2-core machine, so the model holds on a small CI box;
 // its margins are wide (a worker count the model needs physically, not a tuned number).
 
-#include <spdlog/sinks/base_sink.h>
-#include <spdlog/spdlog.h>
-
 #include "gpufeed/detail/autotuner.hpp"
+#include "support/log_capture.hpp"
 #include "support/test_datasets.hpp"
 
 namespace {
@@ -17,49 +15,8 @@ using gpufeed::detail::autotune_action;
 using gpufeed::detail::autotune_bounds;
 using gpufeed::detail::autotune_window;
 using gpufeed::detail::autotuner;
+using gpufeed::test::log_capture;
 using namespace std::chrono_literals;
-
-// Collects what gpufeed's logger writes while it lives (attach before the loader starts, drop
-// after it is destroyed: spdlog's sink list itself is not synchronized).
-class log_capture {
- public:
-  log_capture() : sink_{std::make_shared<sink>()} {
-    gpufeed::set_log_level("info");
-    gpufeed::logger()->sinks().push_back(sink_);
-  }
-  ~log_capture() {
-    auto& sinks = gpufeed::logger()->sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-  }
-  log_capture(log_capture const&) = delete;
-  log_capture& operator=(log_capture const&) = delete;
-
-  [[nodiscard]] std::size_t count(std::string const& text) const {
-    auto const lines = sink_->lines();
-    return static_cast<std::size_t>(std::count_if(lines.begin(), lines.end(), [&](auto const& l) {
-      return l.find(text) != std::string::npos;
-    }));
-  }
-
- private:
-  class sink final : public spdlog::sinks::base_sink<std::mutex> {
-   public:
-    std::vector<std::string> lines() {
-      std::lock_guard const lock{mutex_};
-      return lines_;
-    }
-
-   protected:
-    void sink_it_(spdlog::details::log_msg const& message) override {
-      lines_.emplace_back(message.payload.data(), message.payload.size());
-    }
-    void flush_() override {}
-
-   private:
-    std::vector<std::string> lines_;
-  };
-  std::shared_ptr<sink> sink_;
-};
 
 autotune_window window(double stall, double busy, double slot_idle, unsigned workers,
                        std::size_t depth) {
@@ -242,7 +199,7 @@ double consume(gpufeed::loader& source, std::size_t batches, std::size_t tail, S
 }
 
 TEST(autotune_test, RaisesWorkersUntilTheConsumerIsFed) {
-  log_capture logs;
+  log_capture const logs{"info"};
   // 2 ms per sample, 4 per batch: 8 ms of reading per batch against a 2 ms step needs at least
   // 4 workers; 2 leave the consumer waiting half the time.
   auto data = std::make_shared<gpufeed::test::sleepy_dataset>(
@@ -279,7 +236,7 @@ TEST(autotune_test, RaisesWorkersUntilTheConsumerIsFed) {
 }
 
 TEST(autotune_test, FastReaderAndSlowConsumerDoNotGrowWorkers) {
-  log_capture logs;
+  log_capture const logs{"info"};
   auto data = std::make_shared<gpufeed::test::echo_dataset>(100'000);
   loader_options o;
   o.batch_size = 4;
@@ -299,7 +256,7 @@ TEST(autotune_test, FastReaderAndSlowConsumerDoNotGrowWorkers) {
 }
 
 TEST(autotune_test, AutoDepthGrowsOnABurstyConsumerWithIdleWorkers) {
-  log_capture logs;
+  log_capture const logs{"info"};
   // 4 workers read a batch in about 1 ms; the consumer takes 8 batches at once, then steps
   // for 40 ms: the workers idle most of the time, yet a 2-slot ring makes each burst wait.
   auto data = std::make_shared<gpufeed::test::sleepy_dataset>(
@@ -357,7 +314,7 @@ TEST(autotune_test, NeverExceedsTheThreadCapOrTheMemoryBudget) {
 }
 
 TEST(autotune_test, ManualSettingsAreUntouched) {
-  log_capture logs;
+  log_capture const logs{"info"};
   auto data = std::make_shared<gpufeed::test::sleepy_dataset>(
       100'000, [](std::size_t) { return std::chrono::microseconds{2000}; });
   gpufeed::stats end;

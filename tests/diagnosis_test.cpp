@@ -7,8 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -49,8 +51,16 @@ stats with_stall(stats s, double wait_s) {
   return s;
 }
 
-bool contains(std::string const& text, std::string const& part) {
-  return text.find(part) != std::string::npos;
+// Whether `text` contains every one of `phrases`; a failure names the first missing one and
+// quotes the text.
+testing::AssertionResult says(std::string const& text,
+                              std::initializer_list<std::string_view> phrases) {
+  for (auto const phrase : phrases) {
+    if (text.find(phrase) == std::string::npos) {
+      return testing::AssertionFailure() << "no \"" << phrase << "\" in: " << text;
+    }
+  }
+  return testing::AssertionSuccess();
 }
 
 TEST(diagnosis_test, KindsHaveTheirNames) {
@@ -68,7 +78,7 @@ TEST(diagnosis_test, TooFewBatchesIsNotEnoughData) {
   s.batches = gpufeed::diagnosis_min_batches;  // the first one does not count
   auto const d = diagnose(s);
   EXPECT_EQ(d.kind, bottleneck::not_enough_data);
-  EXPECT_TRUE(contains(d.sentence, "7 batches after the first")) << d.sentence;
+  EXPECT_TRUE(says(d.sentence, {"7 batches after the first"}));
   s.batches = gpufeed::diagnosis_min_batches + 1;
   EXPECT_NE(diagnose(s).kind, bottleneck::not_enough_data);
 }
@@ -77,10 +87,7 @@ TEST(diagnosis_test, StallBelowOnePercentIsGpuBound) {
   auto const s = with_stall(quiet_run(), 0.05);  // 0.5 %
   auto const d = diagnose(s);
   EXPECT_EQ(d.kind, bottleneck::gpu_bound);
-  EXPECT_TRUE(contains(d.sentence, "not the bottleneck")) << d.sentence;
-  EXPECT_TRUE(contains(d.sentence, "0.50%")) << d.sentence;
-  EXPECT_TRUE(contains(d.sentence, "larger batch")) << d.sentence;
-  EXPECT_TRUE(contains(d.sentence, "never applied")) << d.sentence;
+  EXPECT_TRUE(says(d.sentence, {"not the bottleneck", "0.50%", "larger batch", "never applied"}));
   // The start-up wait does not count: 1 s of waiting for the first batch is still gpu-bound.
   auto slow_start = s;
   slow_start.first_wait_s = 1.0;
@@ -95,8 +102,7 @@ TEST(diagnosis_test, GpuBoundWithAnIdleGpuPointsAtTheStepsHostSide) {
   auto const s = with_stall(quiet_run(), 0.01);
   auto const d = diagnose(s, gpufeed::gpu_utilization{12.0, 30.0});
   EXPECT_EQ(d.kind, bottleneck::gpu_bound);
-  EXPECT_TRUE(contains(d.sentence, "busy only 12%")) << d.sentence;
-  EXPECT_TRUE(contains(d.sentence, "host-side")) << d.sentence;
+  EXPECT_TRUE(says(d.sentence, {"busy only 12%", "host-side"}));
 }
 
 TEST(diagnosis_test, BusyWorkersAndAWaitingConsumerAreInputBound) {
@@ -109,10 +115,7 @@ TEST(diagnosis_test, BusyWorkersAndAWaitingConsumerAreInputBound) {
   s.consumer_wait.p99_s = 6e-3;
   auto const d = diagnose(s);
   EXPECT_EQ(d.kind, bottleneck::input_bound);
-  EXPECT_TRUE(contains(d.sentence, "40.0%")) << d.sentence;
-  EXPECT_TRUE(contains(d.sentence, "95%")) << d.sentence;
-  EXPECT_TRUE(contains(d.sentence, "add workers (now 4)")) << d.sentence;
-  EXPECT_TRUE(contains(d.sentence, "cache")) << d.sentence;
+  EXPECT_TRUE(says(d.sentence, {"40.0%", "95%", "add workers (now 4)", "cache"}));
 }
 
 TEST(diagnosis_test, IdleWorkersWithFullRingAndAWaitingConsumerAreRingTooShallow) {
@@ -122,8 +125,7 @@ TEST(diagnosis_test, IdleWorkersWithFullRingAndAWaitingConsumerAreRingTooShallow
   s.slot_wait.total_s = s.slot_wait_s;
   auto const d = diagnose(s);
   EXPECT_EQ(d.kind, bottleneck::ring_too_shallow);
-  EXPECT_TRUE(contains(d.sentence, "80%")) << d.sentence;
-  EXPECT_TRUE(contains(d.sentence, "raise prefetch_depth (now 2)")) << d.sentence;
+  EXPECT_TRUE(says(d.sentence, {"80%", "raise prefetch_depth (now 2)"}));
 }
 
 TEST(diagnosis_test, BurstyWaitsWithIdleWorkersAreRingTooShallow) {
@@ -136,7 +138,7 @@ TEST(diagnosis_test, BurstyWaitsWithIdleWorkersAreRingTooShallow) {
   s.consumer_wait.p99_s = 6e-4;
   auto const d = diagnose(s);
   EXPECT_EQ(d.kind, bottleneck::unknown);
-  EXPECT_TRUE(contains(d.sentence, "trace_events")) << d.sentence;
+  EXPECT_TRUE(says(d.sentence, {"trace_events"}));
 }
 
 // The CUDA path: 1000 batches copied, each copy timed.
@@ -158,10 +160,7 @@ TEST(diagnosis_test, CopiesTakingTheWholeBatchPeriodAreCopyBound) {
   s.h2d.p99_s = 9e-3;
   auto const d = diagnose(s);
   EXPECT_EQ(d.kind, bottleneck::copy_bound);
-  EXPECT_TRUE(contains(d.sentence, "9.00 ms")) << d.sentence;
-  EXPECT_TRUE(contains(d.sentence, "uint8")) << d.sentence;
-  EXPECT_TRUE(contains(d.sentence, "pinned")) << d.sentence;
-  EXPECT_TRUE(contains(d.sentence, "larger batches")) << d.sentence;
+  EXPECT_TRUE(says(d.sentence, {"9.00 ms", "uint8", "pinned", "larger batches"}));
   // The same figures on the host path (no timed copies) are not about copies.
   auto host = s;
   host.device = -1;
@@ -175,7 +174,7 @@ TEST(diagnosis_test, WorkersWaitingForCopiesAreCopyBound) {
   s.copy_wait_s = 0.5 * 4 * s.wall_s;
   auto const d = diagnose(s);
   EXPECT_EQ(d.kind, bottleneck::copy_bound);
-  EXPECT_TRUE(contains(d.sentence, "workers waited 50%")) << d.sentence;
+  EXPECT_TRUE(says(d.sentence, {"workers waited 50%"}));
   // Without the copy wait, busy workers make it input-bound instead.
   s.copy_wait_s = 0;
   s.read_s = 0.9 * 4 * s.wall_s;
@@ -191,9 +190,8 @@ TEST(diagnosis_test, LowUtilizationWarningCarriesTheLikelyCause) {
   std::vector<double> idle_gpu(30, 12.0);
   auto const warning = gpufeed::low_utilization_warning(idle_gpu, s);
   ASSERT_TRUE(warning.has_value());
-  EXPECT_TRUE(contains(*warning, "averaged 12% over the last 30 samples (below 30%)")) << *warning;
-  EXPECT_TRUE(contains(*warning, "Input-bound")) << *warning;
-  EXPECT_TRUE(contains(*warning, "GPU was busy 12%")) << *warning;
+  EXPECT_TRUE(says(*warning, {"averaged 12% over the last 30 samples (below 30%)", "Input-bound",
+                              "GPU was busy 12%"}));
   // The threshold is the caller's.
   EXPECT_FALSE(gpufeed::low_utilization_warning(idle_gpu, s, 10.0).has_value());
 }
@@ -243,7 +241,7 @@ TEST(diagnosis_test, OneSlotRingWithIdleWorkersIsRingTooShallow) {
     auto const s = run(loader, 30, 10ms);
     auto const d = diagnose(s);
     EXPECT_EQ(d.kind, bottleneck::ring_too_shallow) << d.sentence << "\n" << s.to_string();
-    EXPECT_TRUE(contains(d.sentence, "raise prefetch_depth (now 1)")) << d.sentence;
+    EXPECT_TRUE(says(d.sentence, {"raise prefetch_depth (now 1)"}));
   }
   {
     gpufeed::loader loader{data, {.batch_size = 4, .workers = 4, .prefetch_depth = 4}};

@@ -2,8 +2,6 @@
 // times, and the monitor's thread on this machine (no GPU here: its GPU fields are absent).
 
 #include <gtest/gtest.h>
-#include <spdlog/sinks/base_sink.h>
-#include <spdlog/spdlog.h>
 #include <time.h>  // NOLINT(modernize-deprecated-headers): clock_gettime is POSIX
 
 #include <algorithm>
@@ -25,9 +23,11 @@
 #include "gpufeed/error.hpp"
 #include "gpufeed/log.hpp"
 #include "gpufeed/monitor.hpp"
+#include "support/log_capture.hpp"
 
 namespace {
 
+using gpufeed::test::log_capture;
 using namespace std::chrono_literals;
 using gpufeed::monitor_options;
 using gpufeed::monitor_sample;
@@ -36,45 +36,6 @@ namespace detail = gpufeed::detail;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
-
-// Collects what gpufeed's logger writes while it lives. Attach it before starting threads that
-// log and drop it after they are joined (spdlog's sink list itself is not synchronized).
-class log_capture {
- public:
-  log_capture() : sink_{std::make_shared<sink>()} { gpufeed::logger()->sinks().push_back(sink_); }
-  ~log_capture() {
-    auto& sinks = gpufeed::logger()->sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-  }
-  log_capture(log_capture const&) = delete;
-  log_capture& operator=(log_capture const&) = delete;
-
-  [[nodiscard]] std::size_t count(std::string const& text) const {
-    auto const lines = sink_->lines();
-    return static_cast<std::size_t>(std::count_if(lines.begin(), lines.end(), [&](auto const& l) {
-      return l.find(text) != std::string::npos;
-    }));
-  }
-
- private:
-  class sink final : public spdlog::sinks::base_sink<std::mutex> {
-   public:
-    std::vector<std::string> lines() {
-      std::lock_guard const lock{mutex_};
-      return lines_;
-    }
-
-   protected:
-    void sink_it_(spdlog::details::log_msg const& message) override {
-      lines_.emplace_back(message.payload.data(), message.payload.size());
-    }
-    void flush_() override {}
-
-   private:
-    std::vector<std::string> lines_;
-  };
-  std::shared_ptr<sink> sink_;
-};
 
 // Waits until `done()` holds, polling; fails the test after a generous deadline (a hang check,
 // not a timing assertion).

@@ -2,8 +2,6 @@
 // the rate limit, on an injected clock (no sleeps).
 
 #include <gtest/gtest.h>
-#include <spdlog/sinks/base_sink.h>
-#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,9 +21,11 @@
 #include "gpufeed/monitor.hpp"
 #include "gpufeed/progress.hpp"
 #include "gpufeed/stats.hpp"
+#include "support/log_capture.hpp"
 
 namespace {
 
+using gpufeed::test::log_capture;
 using namespace std::chrono_literals;
 using gpufeed::progress_line;
 using gpufeed::progress_options;
@@ -35,38 +35,6 @@ using gpufeed::stats;
 using clock_type = std::chrono::steady_clock;
 
 constexpr std::uint64_t gib = 1ULL << 30;
-
-// Collects the messages gpufeed's logger writes while it lives (single-threaded use here).
-class log_capture {
- public:
-  log_capture() : sink_{std::make_shared<sink>()} { gpufeed::logger()->sinks().push_back(sink_); }
-  ~log_capture() {
-    auto& sinks = gpufeed::logger()->sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-  }
-  log_capture(log_capture const&) = delete;
-  log_capture& operator=(log_capture const&) = delete;
-  [[nodiscard]] std::vector<std::string> lines() const { return sink_->lines(); }
-
- private:
-  class sink final : public spdlog::sinks::base_sink<std::mutex> {
-   public:
-    std::vector<std::string> lines() {
-      std::lock_guard const lock{mutex_};
-      return lines_;
-    }
-
-   protected:
-    void sink_it_(spdlog::details::log_msg const& message) override {
-      lines_.emplace_back(message.payload.data(), message.payload.size());
-    }
-    void flush_() override {}
-
-   private:
-    std::vector<std::string> lines_;
-  };
-  std::shared_ptr<sink> sink_;
-};
 
 // A clock the test moves by hand, and a terminal that records what is written to it.
 struct fake_terminal {

@@ -197,6 +197,11 @@ TEST(stats_export_test, JsonLineParsesWithStableFields) {
                           "failed_batches",
                           "workers",
                           "ring_slots",
+                          "autotuned",
+                          "worker_threads",
+                          "ring_capacity",
+                          "autotune_changes",
+                          "autotune_last_change_batch",
                           "ring_ready",
                           "ring_leased",
                           "ring_ready_mean",
@@ -220,6 +225,8 @@ TEST(stats_export_test, JsonLineParsesWithStableFields) {
   EXPECT_EQ(j["samples"].get<std::uint64_t>(), s.samples);
   EXPECT_EQ(j["bytes"].get<std::uint64_t>(), s.bytes);
   EXPECT_EQ(j["workers"].get<unsigned>(), 2U);
+  EXPECT_FALSE(j["autotuned"].get<bool>());
+  EXPECT_EQ(j["worker_threads"].get<unsigned>(), s.worker_threads);
   EXPECT_EQ(j["device"].get<int>(), -1);
   EXPECT_EQ(j["staging"].get<std::string>(), "host");
   EXPECT_NEAR(j["wall_s"].get<double>(), s.wall_s, 1e-6 * s.wall_s);

@@ -30,9 +30,7 @@ constexpr char const* peer_names[] = {"gpufeed", "torch_cpp", "torch_python"};
 
 gpufeed::loader_options gpufeed_options(compare_config const& config) {
   gpufeed::loader_options options = to_loader_options(config.common);
-  options.seed = config.seed;
-  options.shuffle = config.order != "sequential";
-  options.chunk_window = config.order == "chunk-aware" ? config.chunk_window : 0;
+  apply_order(config.input, options);
   options.on_error =
       config.on_error == "skip" ? gpufeed::error_policy::skip : gpufeed::error_policy::raise;
   return options;
@@ -94,28 +92,7 @@ CLI::App* add_compare_command(CLI::App& app, compare_config& config) {
       "gpufeed next to libtorch's torch::data::DataLoader (torch_cpp) and PyTorch's "
       "torch.utils.data.DataLoader (torch_python) on the same data, batch size and workers");
   add_common_options(*command, config.common);
-  command
-      ->add_option("--dataset", config.dataset,
-                   "What every peer reads: synthetic (generated per read, --cpu-cost-us of busy "
-                   "CPU each), memory (the same content held in RAM), hdf5:PATH (every dataset "
-                   "of the file), hdf5:PATH:name1,name2 (those datasets) or images:DIR (a "
-                   "class-per-folder JPEG/PNG tree); hdf5 and images need HDF5 / OpenCV builds")
-      ->type_name("KIND")
-      ->capture_default_str();
-  command
-      ->add_option("--order", config.order,
-                   "gpufeed's order: shuffle, chunk-aware (shuffle with chunk_window = "
-                   "--chunk-window) or sequential; the torch peers always shuffle")
-      ->type_name("ORDER")
-      ->check(CLI::IsMember({"shuffle", "chunk-aware", "sequential"}))
-      ->capture_default_str();
-  command
-      ->add_option("--chunk-window", config.chunk_window,
-                   "Chunks drawn from together by --order chunk-aware (loader_options::"
-                   "chunk_window), in chunks; the HDF5 chunk cache holds twice as many")
-      ->type_name("N")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1024}))
-      ->capture_default_str();
+  add_dataset_options(*command, config.input, "this is gpufeed's (the torch peers always shuffle)");
   command
       ->add_option("--on-error", config.on_error,
                    "raise or skip a failing sample (gpufeed: error_policy; torch_python: a "
@@ -153,34 +130,6 @@ CLI::App* add_compare_command(CLI::App& app, compare_config& config) {
                    "--batches)")
       ->type_name("N")
       ->capture_default_str();
-  command->add_option("--samples", config.samples, "synthetic, memory: samples per epoch")
-      ->type_name("N")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  command
-      ->add_option(
-          "--sample-bytes", config.sample_bytes,
-          "synthetic, memory: bytes of the uint8 image field ([3, s, s] when it is 3 s^2), "
-          "besides an 8-byte int64 label")
-      ->type_name("BYTES")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30))
-      ->capture_default_str();
-  command
-      ->add_option("--cpu-cost-us", config.cpu_cost_us,
-                   "synthetic: busy CPU time per sample, standing in for decoding (every peer "
-                   "burns it in its read), in microseconds per sample")
-      ->type_name("US")
-      ->check(CLI::Range(0.0, 1e6))
-      ->capture_default_str();
-  command
-      ->add_option("--image-size", config.image_size,
-                   "images: output height and width in pixels (random resized crop)")
-      ->type_name("PX")
-      ->check(CLI::Range(1, 16384))
-      ->capture_default_str();
-  command->add_option("--seed", config.seed, "Shuffle seed and synthetic content seed")
-      ->type_name("N")
-      ->capture_default_str();
   command
       ->add_option("--python", config.python,
                    "The interpreter of the torch_python peer; it needs torch (and h5py / "
@@ -201,15 +150,9 @@ CLI::App* add_compare_command(CLI::App& app, compare_config& config) {
 report run_compare(compare_config const& config, std::ostream& progress) {
   apply_log_level(config.common);
   auto const& common = config.common;
-  auto const choice = parse_dataset(config.dataset);
-  dataset_knobs knobs;
-  knobs.samples = config.samples;
-  knobs.sample_bytes = config.sample_bytes;
-  knobs.cpu_cost_us = config.cpu_cost_us;
-  knobs.seed = config.seed;
-  knobs.image_size = config.image_size;
-  knobs.chunk_window = config.order == "chunk-aware" ? config.chunk_window : 0;
-  auto const data = make_compare_dataset(choice, knobs);
+  auto const& input = config.input;
+  auto const choice = parse_dataset(input.dataset);
+  auto const data = open_dataset(input, choice);
   auto const spec = data.data->spec();
 
   std::vector<peer_state> peers;
@@ -223,17 +166,17 @@ report run_compare(compare_config const& config, std::ostream& progress) {
   python_peer_config python;
   python.python = config.python;
   python.script = find_python_script();
-  python.dataset = config.dataset;
+  python.dataset = input.dataset;
   python.batch_size = common.batch_size;
   python.workers = common.workers;
   python.warmup = config.warmup;
   python.batches = config.python_batches > 0 ? config.python_batches : common.batches;
-  python.seed = config.seed;
+  python.seed = input.seed;
   python.on_error = config.on_error;
-  python.samples = config.samples;
-  python.shape = synthetic_image_shape(config.sample_bytes);
-  python.cpu_cost_us = config.cpu_cost_us;
-  python.image_size = config.image_size;
+  python.samples = input.samples;
+  python.shape = synthetic_image_shape(input.sample_bytes);
+  python.cpu_cost_us = input.cpu_cost_us;
+  python.image_size = input.image_size;
 
   for (auto& peer : peers) {
     if (peer.name == "torch_cpp") {
@@ -254,9 +197,9 @@ report run_compare(compare_config const& config, std::ostream& progress) {
     if (peer.not_run) progress << "compare: " << peer.name << " not run: " << *peer.not_run << '\n';
   }
 
-  progress << "compare: " << config.dataset << " (" << spec.to_string() << ", " << data.data->size()
+  progress << "compare: " << input.dataset << " (" << spec.to_string() << ", " << data.data->size()
            << " samples), batch " << common.batch_size << ", " << common.workers
-           << " workers, gpufeed order " << config.order << ", " << config.repeats
+           << " workers, gpufeed order " << input.order << ", " << config.repeats
            << " interleaved repeats of " << common.batches << " batches\n";
 
   for (std::size_t r = 0; r < config.repeats; ++r) {
@@ -307,11 +250,11 @@ report run_compare(compare_config const& config, std::ostream& progress) {
   report rep;
   rep.command = "compare";
   rep.config = to_json(common);
-  rep.config["dataset"] = config.dataset;
+  rep.config["dataset"] = input.dataset;
   rep.config["dataset_info"] = data.description;
-  rep.config["order"] = config.order;
+  rep.config["order"] = input.order;
   // What the window and the HDF5 chunk cache were, so that scaling results can be tied to them.
-  rep.config["chunk_window"] = config.order == "chunk-aware" ? config.chunk_window : 0;
+  rep.config["chunk_window"] = effective_chunk_window(input);
   rep.config["on_error"] = config.on_error;
   rep.config["peers"] = config.peers;
   rep.config["repeats"] = config.repeats;
@@ -319,11 +262,11 @@ report run_compare(compare_config const& config, std::ostream& progress) {
   rep.config["python_batches"] = python.batches;
   rep.config["torch_cpp_batches"] =
       config.torch_cpp_batches > 0 ? config.torch_cpp_batches : common.batches;
-  rep.config["samples"] = config.samples;
-  rep.config["sample_bytes"] = config.sample_bytes;
-  rep.config["cpu_cost_us"] = config.cpu_cost_us;
-  rep.config["image_size"] = config.image_size;
-  rep.config["seed"] = config.seed;
+  rep.config["samples"] = input.samples;
+  rep.config["sample_bytes"] = input.sample_bytes;
+  rep.config["cpu_cost_us"] = input.cpu_cost_us;
+  rep.config["image_size"] = input.image_size;
+  rep.config["seed"] = input.seed;
   rep.config["python"] = config.python;
 
   text_table ratios{{"gpufeed / peer", "ratio of medians", "median of pairs", "per repeat"}};

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common_options.hpp"
+#include "dataset_options.hpp"
 #include "json_report.hpp"
 
 namespace CLI {
@@ -21,20 +22,13 @@ namespace gpufeed::bench {
 
 struct compare_config {
   common_options common;
-  std::string dataset = "synthetic";  ///< synthetic | memory | hdf5:PATH[:a,b] | images:DIR
-  std::string order = "shuffle";      ///< gpufeed's order: shuffle | chunk-aware | sequential
-  std::size_t chunk_window = 4;       ///< chunks drawn from together by --order chunk-aware
-  std::string on_error = "raise";     ///< raise | skip
+  dataset_options input;  ///< what every peer reads; gpufeed's order (the torch peers shuffle)
+  std::string on_error = "raise";  ///< raise | skip
   std::vector<std::string> peers = {"gpufeed", "torch_cpp", "torch_python"};
   std::size_t repeats = 3;
   std::size_t warmup = 10;            ///< untimed batches before each timed run (every peer)
   std::size_t torch_cpp_batches = 0;  ///< timed batches of torch_cpp; 0: --batches
   std::size_t python_batches = 300;   ///< timed batches of torch_python; 0: --batches
-  std::size_t samples = 50'000;       ///< synthetic: samples per epoch
-  std::size_t sample_bytes = 12'288;  ///< synthetic: the image field (3 x 64 x 64 uint8)
-  double cpu_cost_us = 0;             ///< synthetic: busy CPU time per read
-  int image_size = 224;               ///< images: output height = width
-  std::uint64_t seed = 0;
   std::string python = "/usr/bin/python3";
 };
 

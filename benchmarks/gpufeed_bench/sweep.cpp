@@ -66,9 +66,7 @@ gpufeed::loader_options row_options(sweep_config const& config, std::size_t batc
   options.batch_size = batch_size;
   options.workers = workers;
   options.prefetch_depth = depth;
-  options.shuffle = config.order != "sequential";
-  options.chunk_window = config.order == "chunk-aware" ? config.chunk_window : 0;
-  options.seed = config.seed;
+  apply_order(config.input, options);
   options.rank = 0U;
   options.world_size = 1U;
   return options;
@@ -309,57 +307,7 @@ CLI::App* add_sweep_command(CLI::App& app, sweep_config& config) {
       ->delimiter(',')
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24))
       ->capture_default_str();
-  command
-      ->add_option("--dataset", config.dataset,
-                   "What the loader reads, as in compare: synthetic (generated per read, "
-                   "--cpu-cost-us of busy CPU each), memory (the same content held in RAM, one "
-                   "memcpy per field), hdf5:PATH[:name1,name2] or images:DIR (when built with "
-                   "HDF5 / OpenCV)")
-      ->type_name("KIND")
-      ->capture_default_str();
-  command
-      ->add_option("--order", config.order,
-                   "Sample order: shuffle, chunk-aware (shuffle with chunk_window = "
-                   "--chunk-window; for chunked HDF5) or sequential")
-      ->type_name("ORDER")
-      ->check(CLI::IsMember({"shuffle", "chunk-aware", "sequential"}))
-      ->capture_default_str();
-  command
-      ->add_option("--chunk-window", config.chunk_window,
-                   "Chunks drawn from together by --order chunk-aware, in chunks (ignored "
-                   "otherwise)")
-      ->type_name("N")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1024}))
-      ->capture_default_str();
-  command
-      ->add_option("--samples", config.samples,
-                   "synthetic, memory: samples per epoch (memory holds samples x "
-                   "(sample-bytes + 8) bytes)")
-      ->type_name("N")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  command
-      ->add_option("--sample-bytes", config.sample_bytes,
-                   "synthetic, memory: bytes of the uint8 image field per sample ([3, s, s] when "
-                   "it is 3 s^2), besides an 8-byte int64 label")
-      ->type_name("BYTES")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30))
-      ->capture_default_str();
-  command
-      ->add_option("--cpu-cost-us", config.cpu_cost_us,
-                   "synthetic: busy CPU time each read burns besides generating its bytes, in "
-                   "microseconds per sample (a stand-in for decoding)")
-      ->type_name("US")
-      ->check(CLI::Range(0.0, 1e6))
-      ->capture_default_str();
-  command
-      ->add_option("--image-size", config.image_size, "images: output height and width in pixels")
-      ->type_name("PX")
-      ->check(CLI::Range(1, 16384))
-      ->capture_default_str();
-  command->add_option("--seed", config.seed, "Shuffle seed and synthetic content seed")
-      ->type_name("N")
-      ->capture_default_str();
+  add_dataset_options(*command, config.input);
   command
       ->add_option("--step-us", config.step_us,
                    "Synthetic training step per batch, in microseconds: the consumer holds each "
@@ -434,15 +382,8 @@ report run_sweep(sweep_config const& config, std::ostream& progress) {
   if (config.workers.empty() || config.depths.empty() || config.batch_sizes.empty()) {
     throw std::invalid_argument{"--workers, --depths and --batch-sizes each need a value"};
   }
-  auto const choice = parse_dataset(config.dataset);
-  dataset_knobs knobs;
-  knobs.samples = config.samples;
-  knobs.sample_bytes = config.sample_bytes;
-  knobs.cpu_cost_us = config.cpu_cost_us;
-  knobs.seed = config.seed;
-  knobs.image_size = config.image_size;
-  knobs.chunk_window = config.order == "chunk-aware" ? config.chunk_window : 0;
-  auto const data = make_compare_dataset(choice, knobs);
+  auto const& input = config.input;
+  auto const data = open_dataset(input, parse_dataset(input.dataset));
   std::size_t const bytes_per_sample = data.data->spec().bytes_per_sample();
 
   std::vector<sweep_row> rows;
@@ -462,7 +403,7 @@ report run_sweep(sweep_config const& config, std::ostream& progress) {
     }
   }
 
-  progress << "sweep: " << config.dataset << " (" << data.data->spec().to_string() << ", "
+  progress << "sweep: " << input.dataset << " (" << data.data->spec().to_string() << ", "
            << data.data->size() << " samples), " << rows.size() << " cells x " << config.repeats
            << " repeats of " << format_fixed(config.run_ms, 0) << " ms, " << step_text(config)
            << '\n';
@@ -503,16 +444,16 @@ report run_sweep(sweep_config const& config, std::ostream& progress) {
                 {"svg", config.svg_path},
                 {"verbose", config.verbose},
                 {"auto", config.auto_rows},
-                {"dataset", config.dataset},
+                {"dataset", input.dataset},
                 {"dataset_info", data.description},
                 {"bytes_per_sample", bytes_per_sample},
-                {"order", config.order},
-                {"chunk_window", config.order == "chunk-aware" ? config.chunk_window : 0},
-                {"samples", config.samples},
-                {"sample_bytes", config.sample_bytes},
-                {"cpu_cost_us", config.cpu_cost_us},
-                {"image_size", config.image_size},
-                {"seed", config.seed},
+                {"order", input.order},
+                {"chunk_window", effective_chunk_window(input)},
+                {"samples", input.samples},
+                {"sample_bytes", input.sample_bytes},
+                {"cpu_cost_us", input.cpu_cost_us},
+                {"image_size", input.image_size},
+                {"seed", input.seed},
                 {"step_us", config.step_us},
                 {"step_us_per_sample", config.step_us_per_sample},
                 {"step_mode", config.step_mode},
@@ -523,9 +464,9 @@ report run_sweep(sweep_config const& config, std::ostream& progress) {
   if (!config.svg_path.empty()) {
     sweep_chart chart;
     auto const machine = detect_machine();
-    chart.title = "gpufeed-bench sweep: " + config.dataset + ", " + step_text(config);
+    chart.title = "gpufeed-bench sweep: " + input.dataset + ", " + step_text(config);
     chart.subtitle = {
-        data.data->spec().to_string() + ", read cost " + format_fixed(config.cpu_cost_us, 0) +
+        data.data->spec().to_string() + ", read cost " + format_fixed(input.cpu_cost_us, 0) +
             " us/sample; median of " + std::to_string(config.repeats) + " runs of " +
             format_fixed(config.run_ms, 0) + " ms per cell, bars from min to max",
         std::to_string(machine.cpus) + " CPUs" +

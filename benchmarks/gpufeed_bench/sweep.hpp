@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "dataset_options.hpp"
 #include "json_report.hpp"
 
 namespace CLI {
@@ -23,14 +24,7 @@ struct sweep_config {
   std::vector<unsigned> workers = {1, 2, 4};
   std::vector<std::size_t> depths = {1, 2, 4, 8};
   std::vector<std::size_t> batch_sizes = {32, 128};
-  std::string dataset = "synthetic";  ///< synthetic | memory | hdf5:PATH[:a,b] | images:DIR
-  std::string order = "shuffle";      ///< shuffle | chunk-aware | sequential
-  std::size_t chunk_window = 4;       ///< chunks drawn from together by --order chunk-aware
-  std::size_t samples = 10'000;       ///< synthetic, memory: samples per epoch
-  std::size_t sample_bytes = 12'288;  ///< synthetic, memory: bytes of the uint8 image field
-  double cpu_cost_us = 0;             ///< synthetic: busy CPU time per read
-  int image_size = 224;               ///< images: output height and width
-  std::uint64_t seed = 0;
+  dataset_options input{.samples = 10'000};  ///< what the loader reads, in which order
   double step_us = 0;               ///< consumer step per batch, between next() and release()
   double step_us_per_sample = 0;    ///< added to the step per sample of the batch
   std::string step_mode = "sleep";  ///< sleep (a GPU step: the thread waits) | spin (a CPU step)
