@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <exception>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -90,17 +91,27 @@ int run(flags const& f) {
 
   tc::warm_up(training, train);
   tc::progress_printer progress{device.is_cuda()};
-  std::vector<tc::run_result> runs;
+  // Both runs advance epoch by epoch, in turn, so that a drift in the machine's speed (other
+  // jobs on it) touches both alike.
+  std::vector<std::unique_ptr<tc::training_run>> runs;
   if (f.feed != "libtorch") {
-    runs.push_back(tc::train_and_evaluate("gpufeed", tc::make_gpufeed_feed, train, held_out,
-                                          training, progress));
+    runs.push_back(std::make_unique<tc::training_run>("gpufeed", tc::make_gpufeed_feed, train,
+                                                      held_out, training));
   }
   if (f.feed != "gpufeed") {
-    runs.push_back(tc::train_and_evaluate("libtorch", tc::make_libtorch_feed, train, held_out,
-                                          training, progress));
+    runs.push_back(std::make_unique<tc::training_run>("libtorch", tc::make_libtorch_feed, train,
+                                                      held_out, training));
+  }
+  for (std::size_t epoch = 0; epoch < f.epochs; ++epoch) {
+    for (auto& run : runs) run->train_epoch(progress);
+  }
+  std::vector<tc::run_result> results;
+  for (auto& run : runs) {
+    run->evaluate();
+    results.push_back(run->result());
   }
   tc::print_summary(
-      runs, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      results, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 
   if (!f.json.empty()) {
     tc::write_json(f.json,
@@ -116,11 +127,11 @@ int run(flags const& f) {
                     .device = device.str(),
                     .torch_threads = torch::get_num_threads(),
                     .dataset = images.root.string()},
-                   runs);
+                   results);
     std::cout << "wrote " << f.json << "\n";
   }
   if (!f.quick) {
-    for (auto const& r : runs) {
+    for (auto const& r : results) {
       if (r.held_out_accuracy < 0.2) {
         std::cout << "warning: the " << r.feed << " run's held-out accuracy ("
                   << 100 * r.held_out_accuracy

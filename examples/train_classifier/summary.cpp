@@ -48,12 +48,14 @@ std::optional<double> throughput_ratio(std::vector<run_result> const& runs) {
 void print_summary(std::vector<run_result> const& runs, double total_seconds) {
   std::cout << "\nsummary\n";
   std::array<char, 200> line{};
-  std::snprintf(line.data(), line.size(), "  %-9s %6s %10s %10s %10s %13s %9s\n", "feed", "epochs",
-                "samples/s", "data wait", "train acc", "held-out acc", "train s");
+  std::snprintf(line.data(), line.size(), "  %-9s %6s %10s %10s %14s %10s %13s %9s\n", "feed",
+                "epochs", "samples/s", "data wait", "CPU ms/sample", "train acc", "held-out acc",
+                "train s");
   std::cout << line.data();
   for (auto const& run : runs) {
-    std::snprintf(line.data(), line.size(), "  %-9s %6zu %10.0f %9.1f%% %9.1f%% %12.1f%% %9.1f\n",
-                  run.feed.c_str(), run.epochs, run.samples_per_s(), 100 * run.wait_share(),
+    std::snprintf(line.data(), line.size(),
+                  "  %-9s %6zu %10.0f %9.1f%% %14.2f %9.1f%% %12.1f%% %9.1f\n", run.feed.c_str(),
+                  run.epochs, run.samples_per_s(), 100 * run.wait_share(), run.cpu_ms_per_sample(),
                   100 * run.train_accuracy, 100 * run.held_out_accuracy, run.train_seconds);
     std::cout << line.data();
   }
@@ -89,6 +91,7 @@ void write_json(std::filesystem::path const& path, run_settings const& s,
         << ", \"samples_per_s\": " << number(r.samples_per_s())
         << ", \"data_wait_seconds\": " << number(r.wait_seconds)
         << ", \"data_wait_share\": " << number(r.wait_share())
+        << ", \"cpu_seconds\": " << number(r.cpu_seconds)
         << ", \"final_loss\": " << number(r.final_loss)
         << ", \"train_accuracy\": " << number(r.train_accuracy)
         << ", \"held_out_accuracy\": " << number(r.held_out_accuracy)

@@ -4,11 +4,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <stdexcept>
 #include <string>
 #include <utility>
-
-#include "classifier.hpp"
 
 namespace train_classifier {
 namespace {
@@ -44,7 +43,8 @@ struct epoch_totals {
   }
 };
 
-double evaluate(classifier& model, feed& data, std::uint64_t& samples) {
+// The share of `data`'s samples that `model` classifies right.
+double score(classifier& model, feed& data, std::uint64_t& samples) {
   torch::NoGradGuard no_grad;
   model->eval();
   torch::Tensor correct = torch::zeros({}, torch::kLong);
@@ -69,74 +69,87 @@ void warm_up(training_options const& options, feed_options const& feed) {
   model->forward(images).sum().backward();
 }
 
-run_result train_and_evaluate(std::string const& name, feed_factory make, feed_options const& train,
-                              feed_options const& held_out, training_options const& options,
-                              progress_printer& progress) {
-  torch::manual_seed(options.seed);  // the same initial weights (and libtorch's shuffle) per run
-  classifier model{options.classes};
-  model->to(options.device);
-  torch::optim::Adam optimizer{model->parameters(), torch::optim::AdamOptions{options.lr}};
+training_run::training_run(std::string name, feed_factory make, feed_options train,
+                           feed_options held_out, training_options const& options)
+    : make_{make},
+      train_{std::move(train)},
+      held_out_{std::move(held_out)},
+      options_{options},
+      model_{[&] {
+        torch::manual_seed(options.seed);  // the same initial weights in every run
+        return classifier{options.classes};
+      }()} {
+  model_->to(options_.device);
+  optimizer_ = std::make_unique<torch::optim::Adam>(model_->parameters(),
+                                                    torch::optim::AdamOptions{options_.lr});
+  result_.feed = std::move(name);
+}
+
+void training_run::train_epoch(progress_printer& progress) {
   namespace F = torch::nn::functional;
   auto const summed = F::CrossEntropyFuncOptions{}.reduction(torch::kSum);
-
-  run_result result;
-  result.feed = name;
   auto const start = clock_type::now();
-  auto data = make(train);
-  for (std::size_t epoch = 1; epoch <= options.epochs; ++epoch) {
-    model->train();
-    optimizer.zero_grad();
-    epoch_totals totals{options.device};
-    while (auto batch = data->next()) {
-      auto const logits = model->forward(batch->images);
-      auto const loss = F::cross_entropy(logits, batch->labels, summed);
-      // Scaled by the samples of the whole step: the accumulated gradient is the step's mean.
-      (loss / static_cast<double>(batch->step.samples_in_step)).backward();
-      if (batch->step.last_micro) {
-        optimizer.step();
-        optimizer.zero_grad();
-        ++result.steps;
-      }
-      totals.loss += loss.detach();
-      totals.correct += (logits.detach().argmax(1) == batch->labels).sum();
-      totals.samples += static_cast<std::uint64_t>(batch->labels.size(0));
-      ++totals.batches;
-      result.samples += static_cast<std::uint64_t>(batch->labels.size(0));
-      if (progress.due()) {
-        auto const [loss_so_far, accuracy] = totals.read(name, epoch);
-        double const wall = seconds_since(start);
-        progress.draw({.feed = name,
-                       .epoch = epoch,
-                       .epochs = options.epochs,
-                       .batch = totals.batches,
-                       .batches = data->batches_per_epoch(),
-                       .samples_per_s = static_cast<double>(result.samples) / wall,
-                       .wait_share = data->wait_seconds() / wall,
-                       .loss = loss_so_far,
-                       .accuracy = accuracy});
-      }
-    }
-    auto const [epoch_loss, accuracy] = totals.read(name, epoch);
-    result.final_loss = epoch_loss;
-    result.train_accuracy = accuracy;
-    result.epochs = epoch;
-    double const wall = seconds_since(start);
-    std::array<char, 200> line{};
-    std::snprintf(line.data(), line.size(),
-                  "[%s] epoch %zu/%zu: loss %.3f, train acc %.1f%% | %.0f samples/s, data wait "
-                  "%.1f%%, %.1f s",
-                  name.c_str(), epoch, options.epochs, epoch_loss, 100 * accuracy,
-                  static_cast<double>(result.samples) / wall, 100 * data->wait_seconds() / wall,
-                  wall);
-    progress.print(line.data());
-  }
-  result.train_seconds = seconds_since(start);
-  result.wait_seconds = data->wait_seconds();
-  data.reset();  // stops the training loader's workers before the evaluation
+  std::clock_t const cpu_start = std::clock();  // the process's CPU time, every thread
+  double const seconds_before = result_.train_seconds;
+  auto const run_seconds = [&] { return seconds_before + seconds_since(start); };
+  if (!feed_) feed_ = make_(train_);  // its workers start here: on the run's clock
 
-  auto eval_data = make(held_out);
-  result.held_out_accuracy = evaluate(model, *eval_data, result.held_out_samples);
-  return result;
+  std::size_t const epoch = result_.epochs + 1;
+  auto const& name = result_.feed;
+  model_->train();
+  optimizer_->zero_grad();
+  epoch_totals totals{options_.device};
+  while (auto batch = feed_->next()) {
+    auto const logits = model_->forward(batch->images);
+    auto const loss = F::cross_entropy(logits, batch->labels, summed);
+    // Scaled by the samples of the whole step: the accumulated gradient is the step's mean.
+    (loss / static_cast<double>(batch->step.samples_in_step)).backward();
+    if (batch->step.last_micro) {
+      optimizer_->step();
+      optimizer_->zero_grad();
+      ++result_.steps;
+    }
+    totals.loss += loss.detach();
+    totals.correct += (logits.detach().argmax(1) == batch->labels).sum();
+    totals.samples += static_cast<std::uint64_t>(batch->labels.size(0));
+    ++totals.batches;
+    result_.samples += static_cast<std::uint64_t>(batch->labels.size(0));
+    if (progress.due()) {
+      auto const [loss_so_far, accuracy] = totals.read(name, epoch);
+      double const wall = run_seconds();
+      progress.draw({.feed = name,
+                     .epoch = epoch,
+                     .epochs = options_.epochs,
+                     .batch = totals.batches,
+                     .batches = feed_->batches_per_epoch(),
+                     .samples_per_s = static_cast<double>(result_.samples) / wall,
+                     .wait_share = feed_->wait_seconds() / wall,
+                     .loss = loss_so_far,
+                     .accuracy = accuracy});
+    }
+  }
+  auto const [epoch_loss, accuracy] = totals.read(name, epoch);
+  result_.final_loss = epoch_loss;
+  result_.train_accuracy = accuracy;
+  result_.epochs = epoch;
+  result_.train_seconds = run_seconds();
+  result_.wait_seconds = feed_->wait_seconds();
+  cpu_ += std::clock() - cpu_start;
+  result_.cpu_seconds = static_cast<double>(cpu_) / CLOCKS_PER_SEC;
+
+  std::array<char, 200> line{};
+  std::snprintf(line.data(), line.size(),
+                "[%s] epoch %zu/%zu: loss %.3f, train acc %.1f%% | %.0f samples/s, data wait "
+                "%.1f%%, %.1f s",
+                name.c_str(), epoch, options_.epochs, epoch_loss, 100 * accuracy,
+                result_.samples_per_s(), 100 * result_.wait_share(), result_.train_seconds);
+  progress.print(line.data());
+}
+
+void training_run::evaluate() {
+  feed_.reset();  // stops the training loader's workers before the evaluation
+  auto data = make_(held_out_);
+  result_.held_out_accuracy = score(model_, *data, result_.held_out_samples);
 }
 
 }  // namespace train_classifier

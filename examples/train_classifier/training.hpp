@@ -6,9 +6,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <ctime>
 #include <memory>
 #include <string>
 
+#include "classifier.hpp"
 #include "feed.hpp"
 #include "progress.hpp"
 
@@ -31,6 +33,7 @@ struct run_result {
   std::uint64_t steps = 0;       ///< optimizer steps
   double train_seconds = 0;      ///< wall time of the training, from the loader's construction
   double wait_seconds = 0;       ///< of which blocked waiting for batches
+  double cpu_seconds = 0;        ///< CPU time of the whole process meanwhile (all threads)
   double final_loss = 0;         ///< mean training loss of the last epoch
   double train_accuracy = 0;     ///< on the (augmented) training batches of the last epoch, 0-1
   double held_out_accuracy = 0;  ///< 0-1
@@ -38,6 +41,9 @@ struct run_result {
 
   [[nodiscard]] double samples_per_s() const {
     return train_seconds > 0 ? static_cast<double>(samples) / train_seconds : 0;
+  }
+  [[nodiscard]] double cpu_ms_per_sample() const {
+    return samples > 0 ? 1e3 * cpu_seconds / static_cast<double>(samples) : 0;
   }
   [[nodiscard]] double wait_share() const {
     return train_seconds > 0 ? wait_seconds / train_seconds : 0;
@@ -51,13 +57,35 @@ void warm_up(training_options const& options, feed_options const& feed);
 /// Makes a feed (make_gpufeed_feed or make_libtorch_feed).
 using feed_factory = std::unique_ptr<feed> (*)(feed_options const&);
 
-/// Trains a fresh model on batches from `make(train)`, then evaluates it on `make(held_out)`.
+/// One training run: a fresh model (initialised from `training_options::seed`, so every run
+/// starts from the same weights), its Adam optimizer and its feed. Runs of different feeds can be
+/// interleaved epoch by epoch, so that a machine whose speed drifts (other jobs, clock changes)
+/// affects them alike; each run's clock counts only its own epochs.
+///
 /// The optimizer steps after the last micro-batch of each step; each micro-batch's summed loss is
 /// divided by the samples of its whole step, so a step's gradient is its mean over the step.
-/// @throws std::runtime_error when the loss stops being finite.
-[[nodiscard]] run_result train_and_evaluate(std::string const& name, feed_factory make,
-                                            feed_options const& train, feed_options const& held_out,
-                                            training_options const& options,
-                                            progress_printer& progress);
+class training_run {
+ public:
+  training_run(std::string name, feed_factory make, feed_options train, feed_options held_out,
+               training_options const& options);
+
+  /// Trains one epoch (the first also constructs the training feed, on the run's clock).
+  /// @throws std::runtime_error when the loss stops being finite.
+  void train_epoch(progress_printer& progress);
+  /// Stops the training feed and scores the model on the held-out images.
+  void evaluate();
+  [[nodiscard]] run_result const& result() const noexcept { return result_; }
+
+ private:
+  feed_factory make_;
+  feed_options train_;
+  feed_options held_out_;
+  training_options options_;
+  classifier model_;
+  std::unique_ptr<torch::optim::Adam> optimizer_;
+  std::unique_ptr<feed> feed_;
+  run_result result_;
+  std::clock_t cpu_ = 0;  // CPU time of the run's epochs so far, in clock() ticks
+};
 
 }  // namespace train_classifier
