@@ -57,6 +57,16 @@ TEST(autotune_test, WorkersNeverExceedTheirBound) {
   EXPECT_EQ(tuner.decide(w).action, autotune_action::keep);  // depth is not tuned: nothing left
 }
 
+TEST(autotune_test, InputBoundAtTheWorkerBoundDoesNotDeepenTheRing) {
+  // Reads are the bottleneck and no worker can be added: more depth would not help (it once
+  // grew the ring to its maximum, one slot per window, in an input-bound sweep).
+  autotuner tuner{both(2, 16)};
+  auto const d = tuner.decide(window(0.6, 0.97, 0.0, 2, 2));
+  EXPECT_EQ(d.action, autotune_action::keep);
+  EXPECT_EQ(d.depth, 2U);
+  EXPECT_EQ(d.workers, 2U);
+}
+
 TEST(autotune_test, StalledWithIdleWorkersAddsASlot) {
   autotuner tuner{both(8, 4)};
   auto const d = tuner.decide(window(0.15, 0.2, 0.7, 4, 2));

@@ -64,6 +64,11 @@ autotune_decision autotuner::decide(autotune_window const& w) {
       d.reason = "the consumer stalled and the workers were busy (" + numbers + ")";
       return d;
     }
+    if (busy >= thresholds_.busy) {
+      // Input-bound with every worker the bounds allow: a deeper ring cannot make reading
+      // faster, it would only take memory (the diagnosis names the fix: lighter reads).
+      return d;
+    }
     if (can_add_slot) {
       d.depth = w.depth + 1;
       d.action = autotune_action::add_slot;
