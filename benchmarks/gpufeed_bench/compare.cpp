@@ -162,6 +162,14 @@ report run_compare(compare_config const& config, std::ostream& progress) {
     }
   }
   if (peers.empty()) throw std::invalid_argument{"--peers names no loader"};
+  bool const python_peer = std::any_of(peers.begin(), peers.end(),
+                                       [](auto const& p) { return p.name == "torch_python"; });
+  if (input.wait_us > 0 && python_peer) {
+    // torch_peer.py has no sleep in its reads: the comparison would not be like for like.
+    throw std::invalid_argument{
+        "--wait-us is not passed to the torch_python peer; compare with --peers "
+        "gpufeed,torch_cpp (which read the same dataset object), or use sweep"};
+  }
 
   python_peer_config python;
   python.python = config.python;
@@ -265,6 +273,7 @@ report run_compare(compare_config const& config, std::ostream& progress) {
   rep.config["samples"] = input.samples;
   rep.config["sample_bytes"] = input.sample_bytes;
   rep.config["cpu_cost_us"] = input.cpu_cost_us;
+  rep.config["wait_us"] = input.wait_us;
   rep.config["image_size"] = input.image_size;
   rep.config["seed"] = input.seed;
   rep.config["python"] = config.python;

@@ -108,13 +108,15 @@ compare_dataset make_compare_dataset(dataset_choice const& choice, dataset_knobs
       gpufeed::synthetic_options options;
       options.seed = knobs.seed;
       options.cpu_cost = std::chrono::nanoseconds{std::llround(knobs.cpu_cost_us * 1000.0)};
+      options.sleep = std::chrono::nanoseconds{std::llround(knobs.wait_us * 1000.0)};
       auto data = std::make_shared<gpufeed::synthetic>(knobs.samples, spec, options);
       out.data = data;
       out.torch_cpp_data = data;  // the same reads: generate the bytes, burn the CPU cost
       out.description = {{"kind", "synthetic"},
                          {"samples", knobs.samples},
                          {"spec", spec.to_string()},
-                         {"cpu_cost_us", knobs.cpu_cost_us}};
+                         {"cpu_cost_us", knobs.cpu_cost_us},
+                         {"wait_us", knobs.wait_us}};
       return out;
     }
     case dataset_kind::memory: {

@@ -31,6 +31,7 @@ struct dataset_knobs {
   std::size_t samples = 50'000;       ///< synthetic: samples per epoch
   std::size_t sample_bytes = 12'288;  ///< synthetic: bytes of the "image" field (3 x 64 x 64)
   double cpu_cost_us = 0;             ///< synthetic: busy CPU time per read
+  double wait_us = 0;                 ///< synthetic: time each read sleeps (storage latency)
   std::uint64_t seed = 0;             ///< synthetic content
   int image_size = 224;               ///< images: output height and width
   std::size_t chunk_window = 0;       ///< hdf5: the chunk cache must hold this many chunks

@@ -52,6 +52,14 @@ void add_dataset_options(CLI::App& command, dataset_options& options,
       ->check(CLI::Range(0.0, 1e6))
       ->capture_default_str();
   command
+      .add_option("--wait-us", options.wait_us,
+                  "synthetic: time each read sleeps besides generating its bytes, in "
+                  "microseconds per sample (a stand-in for storage latency: more workers than "
+                  "cores help; not passed to the torch_python peer)")
+      ->type_name("US")
+      ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
+  command
       .add_option("--image-size", options.image_size,
                   "images: output height and width in pixels (random resized crop)")
       ->type_name("PX")
@@ -77,6 +85,7 @@ compare_dataset open_dataset(dataset_options const& options, dataset_choice cons
   knobs.samples = options.samples;
   knobs.sample_bytes = options.sample_bytes;
   knobs.cpu_cost_us = options.cpu_cost_us;
+  knobs.wait_us = options.wait_us;
   knobs.seed = options.seed;
   knobs.image_size = options.image_size;
   knobs.chunk_window = effective_chunk_window(options);

@@ -22,13 +22,14 @@ struct dataset_options {
   std::size_t samples = 50'000;       ///< synthetic, memory: samples per epoch
   std::size_t sample_bytes = 12'288;  ///< synthetic, memory: the image field (3 x 64 x 64 uint8)
   double cpu_cost_us = 0;             ///< synthetic: busy CPU time per read
+  double wait_us = 0;                 ///< synthetic: time each read sleeps (storage latency)
   int image_size = 224;               ///< images: output height and width
   std::uint64_t seed = 0;             ///< shuffle seed and synthetic content seed
 };
 
 /// Registers --dataset, --order, --chunk-window, --samples, --sample-bytes, --cpu-cost-us,
-/// --image-size and --seed on `command`; the values already in `options` are the defaults shown
-/// by --help. `order_note`, when not empty, is appended to --order's description.
+/// --wait-us, --image-size and --seed on `command`; the values already in `options` are the
+/// defaults shown by --help. `order_note`, when not empty, is appended to --order's description.
 void add_dataset_options(CLI::App& command, dataset_options& options,
                          std::string const& order_note = {});
 

@@ -364,6 +364,13 @@ CLI::App* add_sweep_command(CLI::App& app, sweep_config& config) {
                     "loader each run, tuning inside the timed span) and report its samples/s, its "
                     "ratio to the best grid cell of that batch size, its final settings and the "
                     "batch of its last change");
+  command
+      ->add_option("--auto-max-workers", config.auto_max_workers,
+                   "With --auto: the most workers the autotuner may use (0: the library's "
+                   "default, the core count; more helps reads that wait, see --wait-us)")
+      ->type_name("N")
+      ->check(CLI::Range(0U, 1024U))
+      ->capture_default_str();
   command->add_flag("--verbose,-v", config.verbose,
                     "Keep the library's info-level log (default: warnings and errors only)");
   command->footer(
@@ -399,6 +406,7 @@ report run_sweep(sweep_config const& config, std::ostream& progress) {
   if (config.auto_rows) {
     for (auto const batch_size : config.batch_sizes) {
       auto options = row_options(config, batch_size, gpufeed::auto_workers, gpufeed::auto_depth);
+      options.autotune.max_workers = config.auto_max_workers;
       rows.push_back({{batch_size, 0, 0, "auto"}, options, {}});
     }
   }
@@ -444,6 +452,7 @@ report run_sweep(sweep_config const& config, std::ostream& progress) {
                 {"svg", config.svg_path},
                 {"verbose", config.verbose},
                 {"auto", config.auto_rows},
+                {"auto_max_workers", config.auto_max_workers},
                 {"dataset", input.dataset},
                 {"dataset_info", data.description},
                 {"bytes_per_sample", bytes_per_sample},
@@ -452,6 +461,7 @@ report run_sweep(sweep_config const& config, std::ostream& progress) {
                 {"samples", input.samples},
                 {"sample_bytes", input.sample_bytes},
                 {"cpu_cost_us", input.cpu_cost_us},
+                {"wait_us", input.wait_us},
                 {"image_size", input.image_size},
                 {"seed", input.seed},
                 {"step_us", config.step_us},
@@ -467,8 +477,9 @@ report run_sweep(sweep_config const& config, std::ostream& progress) {
     chart.title = "gpufeed-bench sweep: " + input.dataset + ", " + step_text(config);
     chart.subtitle = {
         data.data->spec().to_string() + ", read cost " + format_fixed(input.cpu_cost_us, 0) +
-            " us/sample; median of " + std::to_string(config.repeats) + " runs of " +
-            format_fixed(config.run_ms, 0) + " ms per cell, bars from min to max",
+            " us CPU + " + format_fixed(input.wait_us, 0) + " us wait per sample; median of " +
+            std::to_string(config.repeats) + " runs of " + format_fixed(config.run_ms, 0) +
+            " ms per cell, bars from min to max",
         std::to_string(machine.cpus) + " CPUs" +
             (machine.cpu_model.empty() ? "" : " (" + machine.cpu_model + ")") + ", load " +
             format_fixed(machine.load_average[0], 1) + " at the end, " + utc_date()};

@@ -37,6 +37,8 @@ struct sweep_config {
   /// Also run one row per batch size with workers = auto_workers, prefetch_depth = auto_depth
   /// (chosen_by "auto"), reported with its ratio to the best grid cell of its batch size.
   bool auto_rows = false;
+  /// The auto rows' autotune_options::max_workers (0: the library's default, the core count).
+  unsigned auto_max_workers = 0;
 };
 
 /// The defaults `gpufeed-bench sweep` runs with.
