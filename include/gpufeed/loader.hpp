@@ -30,6 +30,7 @@
 
 #include "gpufeed/batch.hpp"
 #include "gpufeed/dataset.hpp"
+#include "gpufeed/detail/epoch_iterator.hpp"
 #include "gpufeed/options.hpp"
 #include "gpufeed/stats.hpp"
 
@@ -127,28 +128,7 @@ class loader {
   void write_trace(std::filesystem::path const& path) const;
 
   /// @brief Input iterator over one epoch; owns the current batch until it advances.
-  class iterator {
-   public:
-    using value_type = batch;
-    using difference_type = std::ptrdiff_t;
-    iterator() = default;
-    explicit iterator(loader* owner) : owner_{owner} { ++*this; }
-    batch& operator*() const noexcept { return *current_; }
-    batch* operator->() const noexcept { return &*current_; }
-    iterator& operator++() {
-      current_.reset();
-      current_ = owner_->next();
-      return *this;
-    }
-    void operator++(int) { ++*this; }
-    friend bool operator==(iterator const& it, std::default_sentinel_t) noexcept {
-      return !it.current_.has_value();
-    }
-
-   private:
-    loader* owner_ = nullptr;
-    mutable std::optional<batch> current_;
-  };
+  using iterator = detail::epoch_iterator<loader, batch>;
   /// @brief Starts (or continues) the current epoch.
   iterator begin() { return iterator{this}; }
   std::default_sentinel_t end() noexcept { return {}; }

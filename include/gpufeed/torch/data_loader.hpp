@@ -31,6 +31,7 @@
 #include <utility>
 
 #include "gpufeed/dataset.hpp"
+#include "gpufeed/detail/epoch_iterator.hpp"
 #include "gpufeed/loader.hpp"
 #include "gpufeed/options.hpp"
 #include "gpufeed/torch/dataset_adapter.hpp"
@@ -109,28 +110,8 @@ class data_loader {
   /// (sample_error).
   [[nodiscard]] std::optional<tensor_batch> next();
 
-  class iterator {
-   public:
-    using value_type = tensor_batch;
-    using difference_type = std::ptrdiff_t;
-    iterator() = default;
-    explicit iterator(data_loader* owner) : owner_{owner} { ++*this; }
-    tensor_batch& operator*() noexcept { return *current_; }
-    tensor_batch* operator->() noexcept { return &*current_; }
-    iterator& operator++() {
-      current_.reset();  // this batch's tensors no longer pin the slot through the iterator
-      current_ = owner_->next();
-      return *this;
-    }
-    void operator++(int) { ++*this; }
-    friend bool operator==(iterator const& it, std::default_sentinel_t) noexcept {
-      return !it.current_.has_value();
-    }
-
-   private:
-    data_loader* owner_ = nullptr;
-    std::optional<tensor_batch> current_;
-  };
+  /// @brief Input iterator over one epoch; owns the current batch until it advances.
+  using iterator = gpufeed::detail::epoch_iterator<data_loader, tensor_batch>;
 
   /// @brief Starts an epoch (see the class comment).
   iterator begin();
