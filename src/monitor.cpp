@@ -10,6 +10,7 @@
 #include <exception>
 #include <utility>
 
+#include "gpufeed/detail/host_resources.hpp"
 #include "gpufeed/detail/nvml.hpp"
 #include "gpufeed/detail/proc_stat.hpp"
 #include "gpufeed/detail/utilization_window.hpp"

@@ -5,6 +5,7 @@
 // its margins are wide (a worker count the model needs physically, not a tuned number).
 
 #include "gpufeed/detail/autotuner.hpp"
+#include "gpufeed/detail/host_resources.hpp"
 #include "support/log_capture.hpp"
 #include "support/test_datasets.hpp"
 
@@ -151,7 +152,7 @@ TEST(autotune_test, PlanRespectsTheBudgetAndTheCaps) {
 
   o.autotune.max_workers = 0;  // the cores, at most 64
   auto const cores = gpufeed::detail::plan_autotune(o, 1000);
-  EXPECT_EQ(cores.threads, std::min(gpufeed::detail::usable_cores(), 64U));
+  EXPECT_EQ(cores.threads, std::min(gpufeed::detail::usable_cpus(), 64U));
 
   loader_options manual;
   manual.workers = 3;

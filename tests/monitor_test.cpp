@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "gpufeed/detail/host_resources.hpp"
 #include "gpufeed/detail/proc_stat.hpp"
 #include "gpufeed/detail/utilization_window.hpp"
 #include "gpufeed/error.hpp"

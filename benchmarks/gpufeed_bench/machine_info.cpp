@@ -1,24 +1,14 @@
 #include "machine_info.hpp"
 
-#include <sched.h>
 #include <sys/utsname.h>
 
 #include <fstream>
 #include <sstream>
-#include <thread>
+
+#include "gpufeed/detail/host_resources.hpp"
 
 namespace gpufeed::bench {
 namespace {
-
-unsigned allowed_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-    int const count = CPU_COUNT(&set);
-    if (count > 0) return static_cast<unsigned>(count);
-  }
-  return std::thread::hardware_concurrency();
-}
 
 std::string cpu_model_name() {
   std::ifstream cpuinfo{"/proc/cpuinfo"};
@@ -71,7 +61,7 @@ std::array<double, 3> load_average() {
 
 machine_info detect_machine() {
   machine_info machine;
-  machine.cpus = allowed_cpus();
+  machine.cpus = gpufeed::detail::usable_cpus();
   machine.cpu_model = cpu_model_name();
   machine.memory_bytes = total_memory_bytes();
   machine.kernel = kernel_release();

@@ -3,7 +3,6 @@
 
 #include <cuda_runtime_api.h>
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -18,6 +17,7 @@
 #include "gpufeed/cuda/event.hpp"
 #include "gpufeed/cuda/stream.hpp"
 #include "gpufeed/detail/device_stage.hpp"
+#include "gpufeed/detail/host_resources.hpp"
 #include "gpufeed/detail/latency_histogram.hpp"
 #include "gpufeed/detail/nvtx.hpp"
 #include "gpufeed/detail/slot.hpp"
@@ -29,13 +29,6 @@
 namespace gpufeed::detail {
 
 namespace {
-
-std::size_t physical_memory() noexcept {
-  auto const pages = sysconf(_SC_PHYS_PAGES);
-  auto const page = sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page)
-                               : 0;
-}
 
 int checked_device(loader_options const& o) {
   auto const count = cuda::device_count();
@@ -52,10 +45,11 @@ int checked_device(loader_options const& o) {
 
 // Refuses a ring that would pin more than the budget, before anything is allocated.
 void check_budget(std::size_t slots, std::size_t slot_bytes, loader_options const& o) {
-  if (o.staging != staging_memory::pinned) {
-    return;
+  auto const limit = pinned_budget(o);
+  if (!limit) {
+    return;  // pageable staging: nothing is pinned
   }
-  auto const budget = o.pinned_budget.value_or(physical_memory() / 2);
+  auto const budget = *limit;
   auto const need = slots * slot_bytes;
   if (budget > 0 && need > budget) {
     throw out_of_memory{

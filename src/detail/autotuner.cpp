@@ -1,12 +1,10 @@
 #include "gpufeed/detail/autotuner.hpp"
 
-#include <sched.h>
-#include <unistd.h>
+#include "gpufeed/detail/host_resources.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <thread>
 
 namespace gpufeed::detail {
 
@@ -104,25 +102,6 @@ autotune_decision autotuner::decide(autotune_window const& w) {
   return d;
 }
 
-unsigned usable_cores() noexcept {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-    auto const count = CPU_COUNT(&set);
-    if (count > 0) {
-      return static_cast<unsigned>(count);
-    }
-  }
-  return std::max(1U, std::thread::hardware_concurrency());
-}
-
-std::size_t physical_memory_bytes() noexcept {
-  auto const pages = sysconf(_SC_PHYS_PAGES);
-  auto const page = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page)
-                               : 0;
-}
-
 std::size_t default_memory_budget() noexcept {
   auto const physical = physical_memory_bytes();
   return physical > 0 ? std::min(physical / 8, 4 * gib) : std::size_t{256} << 20;
@@ -131,7 +110,7 @@ std::size_t default_memory_budget() noexcept {
 autotune_plan plan_autotune(loader_options const& o, std::size_t slot_bytes) {
   autotune_plan plan;
   if (o.workers == auto_workers) {
-    auto const cores = usable_cores();
+    auto const cores = usable_cpus();
     plan.threads =
         o.autotune.max_workers > 0 ? o.autotune.max_workers : std::min(cores, max_default_workers);
     plan.start_workers = std::min(plan.threads, std::max(2U, cores / 2));
@@ -141,8 +120,8 @@ autotune_plan plan_autotune(loader_options const& o, std::size_t slot_bytes) {
   }
   if (o.prefetch_depth == auto_depth) {
     auto budget = o.autotune.memory_budget.value_or(default_memory_budget());
-    if (o.target == placement::cuda) {
-      budget = std::min(budget, o.pinned_budget.value_or(physical_memory_bytes() / 2));
+    if (auto const pinned = pinned_budget(o)) {
+      budget = std::min(budget, *pinned);
     }
     plan.budget_bytes = budget;
     auto const fit = slot_bytes > 0 ? budget / slot_bytes : o.autotune.max_depth;

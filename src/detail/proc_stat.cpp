@@ -1,14 +1,12 @@
 #include "gpufeed/detail/proc_stat.hpp"
 
 #include <fcntl.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cerrno>
 #include <charconv>
-#include <thread>
 
 namespace gpufeed::detail {
 
@@ -158,16 +156,6 @@ std::optional<std::string> read_proc_file(char const* path, std::size_t max_byte
   ::close(fd);
   if (failed) return std::nullopt;
   return text;
-}
-
-unsigned usable_cpus() noexcept {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) {
-    if (auto const count = CPU_COUNT(&set); count > 0) return static_cast<unsigned>(count);
-  }
-  auto const hardware = std::thread::hardware_concurrency();
-  return hardware > 0 ? hardware : 1;
 }
 
 }  // namespace gpufeed::detail

@@ -87,10 +87,6 @@ struct autotune_plan {
 /// pinned budget). Manual settings are passed through unchanged.
 [[nodiscard]] autotune_plan plan_autotune(loader_options const& options, std::size_t slot_bytes);
 
-/// The cores this process may run on (sched_getaffinity, else hardware_concurrency), >= 1.
-[[nodiscard]] unsigned usable_cores() noexcept;
-/// The physical memory of the machine in bytes (0 if unknown).
-[[nodiscard]] std::size_t physical_memory_bytes() noexcept;
 /// The default memory budget of an automatic ring: 1/8 of physical memory, at most 4 GiB
 /// (256 MiB when the physical memory is unknown).
 [[nodiscard]] std::size_t default_memory_budget() noexcept;

@@ -71,7 +71,4 @@ struct memory_info {
 [[nodiscard]] std::optional<std::string> read_proc_file(char const* path,
                                                         std::size_t max_bytes = 1 << 16);
 
-/// CPUs this process may run on (its affinity mask), at least 1.
-[[nodiscard]] unsigned usable_cpus() noexcept;
-
 }  // namespace gpufeed::detail
