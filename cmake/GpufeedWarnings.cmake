@@ -8,9 +8,12 @@ function(gpufeed_set_warnings target)
   endif()
 endfunction()
 
-# gpufeed_set_torch_warnings(target): the same for targets that include libtorch's headers, less
-# -Wnull-dereference, which GCC 12 raises inside libtorch's inlined intrusive_ptr moves and
-# attributes to the calling code (system-header status does not silence it there).
+# gpufeed_set_torch_warnings(target): the same less -Wnull-dereference, for targets that include
+# libtorch's or CLI11's headers. GCC 12 raises false "potential null pointer dereference" warnings
+# inside both, inlined into the calling code and attributed to it (system-header status does not
+# silence them there): in libtorch's intrusive_ptr moves, and in libstdc++'s std::string as
+# inlined into CLI11 2.1.2's parser (CLI::detail::split). Applied after gpufeed_set_warnings on
+# the same target it only adds the exception (CMake drops the repeated options).
 function(gpufeed_set_torch_warnings target)
   gpufeed_set_warnings(${target})
   target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wno-null-dereference>)

@@ -51,9 +51,9 @@ evidence gather(stats const& s) {
   if (e.batches > 0) {
     e.step_s = std::max(e.wall_s - e.wait_s, 0.0) / static_cast<double>(e.batches);
   }
+  e.busy = s.worker_busy_fraction();
   auto const worker_time = static_cast<double>(s.workers) * s.wall_s;
   if (worker_time > 0) {
-    e.busy = s.read_s / worker_time;
     e.slot_idle = s.slot_wait_s / worker_time;
     e.copy_idle = s.copy_wait_s / worker_time;
   }

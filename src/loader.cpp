@@ -85,11 +85,12 @@ void loader::write_trace(std::ostream& out) const {
   core_->write_trace(out);
 }
 void loader::write_trace(std::filesystem::path const& path) const {
-  std::ostringstream text;
-  core_->write_trace(text);
+  core_->expect_tracing();  // before the file is created or truncated
   std::ofstream file{path, std::ios::binary | std::ios::trunc};
-  file << text.view();
-  file.flush();
+  if (file) {
+    core_->write_trace(file);
+    file.flush();
+  }
   if (!file) {
     throw file_error{path.string(), "cannot write the trace"};
   }

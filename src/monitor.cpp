@@ -1,18 +1,19 @@
 #include "gpufeed/monitor.hpp"
 
 #include <spdlog/spdlog.h>
-#include <time.h>  // NOLINT(modernize-deprecated-headers): clock_gettime is POSIX, not <ctime>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
-#include <cmath>
-#include <cstdio>
 #include <exception>
+#include <string>
 #include <utility>
 
 #include "gpufeed/detail/host_resources.hpp"
+#include "gpufeed/detail/json_text.hpp"
 #include "gpufeed/detail/nvml.hpp"
 #include "gpufeed/detail/proc_stat.hpp"
+#include "gpufeed/detail/units.hpp"
 #include "gpufeed/detail/utilization_window.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/log.hpp"
@@ -27,58 +28,30 @@ double seconds_between(steady::time_point from, steady::time_point to) {
   return std::chrono::duration<double>(to - from).count();
 }
 
-// CPU time of the calling thread: what the monitor costs, excluding time it sleeps.
-double thread_cpu_s() noexcept {
-  timespec now{};
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) != 0) return 0;
-  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
-}
-
-// JSON writers: numbers only (the sample has no strings), null for unknown or non-finite.
-void append_key(std::string& out, char const* key) {
-  if (out.size() > 1) out += ',';
-  out += '"';
-  out += key;
-  out += "\":";
-}
-
-void append_number(std::string& out, char const* key, std::optional<double> value,
-                   char const* format = "%.3f") {
-  append_key(out, key);
-  if (!value || !std::isfinite(*value)) {
-    out += "null";
-    return;
-  }
-  char text[64];
-  std::snprintf(text, sizeof text, format, *value);
-  out += text;
-}
-
-void append_integer(std::string& out, char const* key, std::optional<std::uint64_t> value) {
-  append_key(out, key);
-  out += value ? std::to_string(*value) : std::string{"null"};
-}
-
 }  // namespace
 
 std::string to_json(monitor_sample const& sample) {
-  std::string out = "{";
-  auto const unix_s = std::chrono::duration<double>(sample.time.time_since_epoch()).count();
-  append_number(out, "time_unix_s", unix_s);
-  append_number(out, "elapsed_s", sample.elapsed_s);
-  append_integer(out, "gpu_index", sample.gpu_index);
-  append_number(out, "gpu_percent", sample.gpu_percent, "%.1f");
-  append_integer(out, "gpu_memory_used_bytes", sample.gpu_memory_used);
-  append_integer(out, "gpu_memory_total_bytes", sample.gpu_memory_total);
-  append_number(out, "process_cpu_percent", sample.process_cpu_percent, "%.1f");
-  append_number(out, "process_cpu_percent_of_cpus", sample.process_cpu_percent_of_cpus, "%.1f");
-  append_integer(out, "cpus", sample.cpus);
-  append_number(out, "system_cpu_percent", sample.system_cpu_percent, "%.1f");
-  append_integer(out, "process_rss_bytes", sample.process_rss);
-  append_integer(out, "ram_used_bytes", sample.ram_used);
-  append_integer(out, "ram_total_bytes", sample.ram_total);
-  append_number(out, "monitor_cpu_s", sample.monitor_cpu_s, "%.6f");
-  out += '}';
+  std::string out;
+  out.reserve(512);
+  {
+    detail::object_text o{out};
+    // Fixed decimals: a Unix time in 9 significant digits would lose its seconds.
+    auto const unix_s = std::chrono::duration<double>(sample.time.time_since_epoch()).count();
+    o.fixed("time_unix_s", unix_s, 3);
+    o.fixed("elapsed_s", sample.elapsed_s, 3);
+    o.integer("gpu_index", sample.gpu_index);
+    o.fixed("gpu_percent", sample.gpu_percent, 1);
+    o.integer("gpu_memory_used_bytes", sample.gpu_memory_used);
+    o.integer("gpu_memory_total_bytes", sample.gpu_memory_total);
+    o.fixed("process_cpu_percent", sample.process_cpu_percent, 1);
+    o.fixed("process_cpu_percent_of_cpus", sample.process_cpu_percent_of_cpus, 1);
+    o.integer("cpus", sample.cpus);
+    o.fixed("system_cpu_percent", sample.system_cpu_percent, 1);
+    o.integer("process_rss_bytes", sample.process_rss);
+    o.integer("ram_used_bytes", sample.ram_used);
+    o.integer("ram_total_bytes", sample.ram_total);
+    o.fixed("monitor_cpu_s", sample.monitor_cpu_s, 6);
+  }
   return out;
 }
 
@@ -176,9 +149,9 @@ system_monitor::system_monitor(monitor_options options) : options_{std::move(opt
   } else {
     gpu_reason_ = "NVML has no GPU with index " + std::to_string(options_.gpu_index);
   }
-  if (gpu_reason_ && nvml_->available()) {
+  if (!gpu_index_ && nvml_->available()) {
     logger()->warn("system monitor: {}; GPU utilization and memory will not be reported",
-                   *gpu_reason_);
+                   gpu_reason_);
   }
 
   ring_.reserve(std::min<std::size_t>(options_.history, 4096));
@@ -243,9 +216,9 @@ void system_monitor::run() noexcept {
 
     std::optional<monitor_sample> sample;
     guarded(0, "a sample failed", [&] {
-      double const cpu_before = thread_cpu_s();
+      double const cpu_before = detail::thread_cpu_s();
       sample = sampler_->take(*nvml_, gpu_index_);
-      sample->monitor_cpu_s = thread_cpu_s() - cpu_before;
+      sample->monitor_cpu_s = detail::thread_cpu_s() - cpu_before;
       publish(*sample);
     });
     if (sample && options_.on_sample) {

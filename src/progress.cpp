@@ -56,6 +56,27 @@ void write_all(int fd, std::string_view text) noexcept {
   }
 }
 
+// What happened between `start` and `end`, two snapshots of one loader: since the loader's
+// start (a default `stats`) when `start` is null or is not an earlier snapshot of it.
+struct stats_span {
+  double seconds = 0;
+  std::uint64_t samples = 0;
+  std::uint64_t skipped = 0;
+  double consumer_wait_s = 0;
+};
+
+stats_span span_between(stats const* start, stats const& end) {
+  static stats const loader_start{};
+  bool const earlier = start != nullptr && start->wall_s <= end.wall_s &&
+                       start->samples <= end.samples && start->skipped <= end.skipped &&
+                       start->consumer_wait_s <= end.consumer_wait_s;
+  stats const& origin = earlier ? *start : loader_start;
+  return stats_span{.seconds = end.wall_s - origin.wall_s,
+                    .samples = end.samples - origin.samples,
+                    .skipped = end.skipped - origin.skipped,
+                    .consumer_wait_s = end.consumer_wait_s - origin.consumer_wait_s};
+}
+
 }  // namespace
 
 progress_position position_of(loader const& loader) {
@@ -92,17 +113,12 @@ progress_values progress_values_of(stats const& now, stats const* previous,
                                    std::optional<progress_position> position) {
   progress_values values;
   values.position = position;
-  // Since `previous` when it is an earlier snapshot of the same loader, else since the start.
-  bool const since_previous = previous != nullptr && previous->wall_s < now.wall_s &&
-                              previous->samples <= now.samples &&
-                              previous->consumer_wait_s <= now.consumer_wait_s;
-  double const wall = since_previous ? now.wall_s - previous->wall_s : now.wall_s;
-  auto const samples =
-      static_cast<double>(since_previous ? now.samples - previous->samples : now.samples);
-  double const waited =
-      since_previous ? now.consumer_wait_s - previous->consumer_wait_s : now.consumer_wait_s;
-  values.samples_per_s = wall > 0 ? samples / wall : 0.0;
-  values.stall_fraction = wall > 0 ? waited / wall : 0.0;
+  // Since `previous` when it is an earlier snapshot of the same loader, else since the start;
+  // a `previous` taken at the same time as `now` would leave no time to divide by.
+  bool const later = previous != nullptr && previous->wall_s < now.wall_s;
+  auto const span = span_between(later ? previous : nullptr, now);
+  values.samples_per_s = span.seconds > 0 ? static_cast<double>(span.samples) / span.seconds : 0.0;
+  values.stall_fraction = span.seconds > 0 ? span.consumer_wait_s / span.seconds : 0.0;
   if (sample) {
     values.gpu_percent = sample->gpu_percent;
     values.gpu_memory_used = sample->gpu_memory_used;
@@ -135,14 +151,11 @@ std::string format_progress(progress_values const& values) {
 epoch_summary epoch_summary_of(std::uint64_t epoch, stats const& end, stats const& start) {
   epoch_summary summary;
   summary.epoch = epoch;
-  bool const ordered = start.wall_s <= end.wall_s && start.samples <= end.samples &&
-                       start.skipped <= end.skipped && start.consumer_wait_s <= end.consumer_wait_s;
-  stats const origin = ordered ? start : stats{};
-  summary.samples = end.samples - origin.samples;
-  summary.seconds = end.wall_s - origin.wall_s;
-  summary.skipped = end.skipped - origin.skipped;
-  summary.stall_fraction =
-      summary.seconds > 0 ? (end.consumer_wait_s - origin.consumer_wait_s) / summary.seconds : 0.0;
+  auto const span = span_between(&start, end);
+  summary.samples = span.samples;
+  summary.seconds = span.seconds;
+  summary.skipped = span.skipped;
+  summary.stall_fraction = span.seconds > 0 ? span.consumer_wait_s / span.seconds : 0.0;
   return summary;
 }
 
@@ -202,18 +215,24 @@ void progress_line::draw(std::string line) {
 bool progress_line::update(stats const& now, std::optional<monitor_sample> const& sample,
                            std::optional<progress_position> position) {
   if (!due()) return false;
-  draw(format_progress(
-      progress_values_of(now, previous_ ? &*previous_ : nullptr, sample, position)));
-  previous_ = now;
+  draw_since_previous(now, sample, position);
   return true;
 }
 
 bool progress_line::update(loader const& loader, system_monitor const* monitor) {
   if (!due()) return false;
-  auto const now = loader.snapshot();
   std::optional<monitor_sample> sample;
   if (monitor != nullptr) sample = monitor->latest();
-  return update(now, sample, position_of(loader));
+  draw_since_previous(loader.snapshot(), sample, position_of(loader));
+  return true;
+}
+
+void progress_line::draw_since_previous(stats const& now,
+                                        std::optional<monitor_sample> const& sample,
+                                        std::optional<progress_position> position) {
+  draw(format_progress(
+      progress_values_of(now, previous_ ? &*previous_ : nullptr, sample, position)));
+  previous_ = now;
 }
 
 std::string progress_line::end_epoch(stats const& now, std::uint64_t epoch) {

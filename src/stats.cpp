@@ -6,15 +6,14 @@ namespace gpufeed {
 
 std::string stats::to_string() const {
   char line[512];
-  auto const per_s = [this](double value) { return wall_s > 0 ? value / wall_s : 0.0; };
   std::snprintf(line, sizeof line,
                 "%llu batches, %llu samples in %.2f s (%.0f samples/s, %.1f MB/s); stall %.1f%%; "
                 "read %.2f s over %u workers, slot wait %.2f s; ring %.1f/%zu ready on average; "
                 "skipped %llu",
                 static_cast<unsigned long long>(batches), static_cast<unsigned long long>(samples),
-                wall_s, per_s(static_cast<double>(samples)),
-                per_s(static_cast<double>(bytes)) / 1e6, 100.0 * stall_fraction(), read_s, workers,
-                slot_wait_s, ring_ready_mean, ring_slots, static_cast<unsigned long long>(skipped));
+                wall_s, samples_per_s(), bytes_per_s() / 1e6, 100.0 * stall_fraction(), read_s,
+                workers, slot_wait_s, ring_ready_mean, ring_slots,
+                static_cast<unsigned long long>(skipped));
   std::string out = line;
   if (device >= 0) {
     std::snprintf(line, sizeof line,

@@ -14,57 +14,17 @@ namespace gpufeed {
 
 namespace {
 
-class object_text {
- public:
-  explicit object_text(std::string& out) : out_{out} { out_ += '{'; }
-  object_text(object_text const&) = delete;
-  object_text& operator=(object_text const&) = delete;
-  ~object_text() { out_ += '}'; }
+using detail::object_text;
 
-  void key(char const* name) {
-    if (!first_) {
-      out_ += ',';
-    }
-    first_ = false;
-    out_ += '"';
-    out_ += name;  // our own names: nothing to escape
-    out_ += "\":";
-  }
-  void number(char const* name, double value) {
-    key(name);
-    detail::append_json_number(out_, value);
-  }
-  void integer(char const* name, std::uint64_t value) {
-    key(name);
-    out_ += std::to_string(value);
-  }
-  void signed_integer(char const* name, std::int64_t value) {
-    key(name);
-    out_ += std::to_string(value);
-  }
-  void boolean(char const* name, bool value) {
-    key(name);
-    out_ += value ? "true" : "false";
-  }
-  void text(char const* name, std::string_view value) {
-    key(name);
-    detail::append_json_string(out_, value);
-  }
-  void stage(char const* name, stage_stats const& s) {
-    key(name);
-    object_text o{out_};
-    o.integer("count", s.count);
-    o.number("total_s", s.total_s);
-    o.number("p50_s", s.p50_s);
-    o.number("p99_s", s.p99_s);
-    o.number("max_s", s.max_s);
-  }
-  std::string& out() noexcept { return out_; }
-
- private:
-  std::string& out_;
-  bool first_ = true;
-};
+void stage(object_text& o, char const* name, stage_stats const& s) {
+  o.key(name);
+  object_text stage{o.out()};
+  stage.integer("count", s.count);
+  stage.number("total_s", s.total_s);
+  stage.number("p50_s", s.p50_s);
+  stage.number("p99_s", s.p99_s);
+  stage.number("max_s", s.max_s);
+}
 
 }  // namespace
 
@@ -115,11 +75,11 @@ std::string to_json(stats const& s) {
     o.key("stages");
     {
       object_text stages{o.out()};
-      stages.stage("read", s.read);
-      stages.stage("slot_wait", s.slot_wait);
-      stages.stage("consumer_wait", s.consumer_wait);
-      stages.stage("h2d", s.h2d);
-      stages.stage("transform", s.transform);
+      stage(stages, "read", s.read);
+      stage(stages, "slot_wait", s.slot_wait);
+      stage(stages, "consumer_wait", s.consumer_wait);
+      stage(stages, "h2d", s.h2d);
+      stage(stages, "transform", s.transform);
     }
     auto const d = diagnose(s);
     o.key("diagnosis");

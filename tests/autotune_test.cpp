@@ -310,14 +310,17 @@ TEST(autotune_test, NeverExceedsTheThreadCapOrTheMemoryBudget) {
   o.autotune.max_workers = 3;
   o.autotune.memory_budget = 3 * slot_bytes + slot_bytes / 2;
   gpufeed::loader source{data, o};
-  auto const check = [&](gpufeed::stats const& s) {
+  // Fixed at construction: 3 threads, and the 3 slots the budget holds.
+  auto const start = source.snapshot();
+  EXPECT_EQ(start.worker_threads, 3U);
+  EXPECT_EQ(start.ring_capacity, 3U);
+  EXPECT_LE(start.host_bytes, *o.autotune.memory_budget);
+  // What the tuner moves stays within them after every batch.
+  auto const check = [](gpufeed::stats const& s) {
     EXPECT_LE(s.workers, 3U);
-    EXPECT_EQ(s.worker_threads, 3U);
-    EXPECT_EQ(s.ring_capacity, 3U);
     EXPECT_LE(s.ring_slots, 3U);
-    EXPECT_LE(s.host_bytes, *o.autotune.memory_budget);
   };
-  check(source.snapshot());
+  check(start);
   // Reads far slower than the consumer, in bursts: both rules push against their bounds.
   consume(
       source, 120, 10, [](std::size_t i) { return i % 10 == 9 ? 20ms : 0ms; }, check);
@@ -344,6 +347,7 @@ TEST(autotune_test, ManualSettingsAreUntouched) {
 }
 
 TEST(autotune_test, AConsumerHoldingEverySlotMakesAnAutoRingDeeper) {
+  log_capture const logs{"info"};
   auto data = std::make_shared<gpufeed::test::echo_dataset>(1000);
   loader_options o;
   o.batch_size = 4;
@@ -357,7 +361,13 @@ TEST(autotune_test, AConsumerHoldingEverySlotMakesAnAutoRingDeeper) {
     ASSERT_TRUE(b.has_value());
     held.push_back(std::move(*b));
   }
-  EXPECT_GE(source.snapshot().ring_slots, 5U);
+  auto const grown = source.snapshot();
+  EXPECT_GE(grown.ring_slots, 5U);
+  EXPECT_EQ(grown.autotune_changes, grown.ring_slots - 2);  // one change per slot added
+  // Logged like the tuner's own changes: the third next() found both slots held.
+  EXPECT_EQ(logs.count("autotune at batch 2: prefetch_depth 2 -> 3: the consumer holds 2 "
+                       "batches at once, every slot in use"),
+            1U);
   held.clear();
   EXPECT_TRUE(source.next().has_value());
 }

@@ -29,18 +29,6 @@ bool intersects(std::vector<std::size_t> const& batch, std::set<std::size_t> con
   return std::any_of(batch.begin(), batch.end(), [&](auto i) { return failing.contains(i); });
 }
 
-// Rethrows the nested exception of `e` and returns the message of what comes out.
-std::string nested_message(gpufeed::sample_error const& e) {
-  try {
-    std::rethrow_if_nested(e);
-  } catch (std::exception const& inner) {
-    return inner.what();
-  } catch (...) {
-    return "<non-std>";
-  }
-  return "<nothing nested>";
-}
-
 // Consumes one epoch of a raise-policy loader over a failing_dataset: every batch of the plan
 // either arrives intact or throws a sample_error naming one of its failing samples.
 void expect_epoch_with_errors(loader& l, std::size_t n, loader_options const& o,

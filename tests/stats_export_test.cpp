@@ -29,16 +29,15 @@ using namespace std::chrono_literals;
 // that the dataset's own count of reads and the loader's can be compared. The deadline only
 // turns a hang into a failure.
 gpufeed::stats settled(gpufeed::loader const& loader, gpufeed::test::echo_dataset const& data) {
-  auto const deadline = std::chrono::steady_clock::now() + 60s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto const s = loader.snapshot();
-    if (s.ring_ready == s.ring_slots && s.read.count == data.total_reads()) {
-      return s;
-    }
-    std::this_thread::sleep_for(1ms);
-  }
-  ADD_FAILURE() << "the loader did not settle: " << loader.snapshot().to_string();
-  return loader.snapshot();
+  gpufeed::stats s;
+  bool const done = gpufeed::test::eventually(
+      [&] {
+        s = loader.snapshot();
+        return s.ring_ready == s.ring_slots && s.read.count == data.total_reads();
+      },
+      60s);
+  EXPECT_TRUE(done) << "the loader did not settle: " << s.to_string();
+  return s;
 }
 
 void expect_stage_consistent(gpufeed::stage_stats const& s, char const* name) {
@@ -71,12 +70,8 @@ TEST(stats_export_test, StageCountsMatchWhatTheLoaderDid) {
   // One wait per next() that took a batch; the call that ended the epoch did not wait.
   EXPECT_EQ(s.consumer_wait.count, calls - 1);
   EXPECT_EQ(s.read.count, data->total_reads());
-  EXPECT_EQ(s.read.count, s.samples_read);
   EXPECT_GE(s.read.count, s.samples);
-  // Each total is the matching *_s field, and no stage takes more time than its threads had.
-  EXPECT_DOUBLE_EQ(s.read.total_s, s.read_s);
-  EXPECT_DOUBLE_EQ(s.slot_wait.total_s, s.slot_wait_s);
-  EXPECT_DOUBLE_EQ(s.consumer_wait.total_s, s.consumer_wait_s);
+  // No stage takes more time than its threads had.
   EXPECT_LE(s.read.total_s, s.workers * s.wall_s);
   EXPECT_LE(s.slot_wait.total_s, s.workers * s.wall_s);
   EXPECT_LE(s.consumer_wait.total_s, s.wall_s);
@@ -89,8 +84,6 @@ TEST(stats_export_test, StageCountsMatchWhatTheLoaderDid) {
   EXPECT_GT(s.first_batch_s, 0.0);
   EXPECT_LE(s.first_wait_s, s.first_batch_s);
   EXPECT_LE(s.first_wait_s, s.consumer_wait_s);
-  EXPECT_DOUBLE_EQ(s.samples_per_s(), static_cast<double>(s.samples) / s.wall_s);
-  EXPECT_DOUBLE_EQ(s.bytes_per_s(), static_cast<double>(s.bytes) / s.wall_s);
 }
 
 TEST(stats_export_test, FailedAndTimedOutWaitsAreCounted) {
@@ -131,7 +124,6 @@ TEST(stats_export_test, FailedAndTimedOutWaitsAreCounted) {
   auto const before = loader.snapshot();
   EXPECT_EQ(before.consumer_wait.count, calls);
   EXPECT_GE(before.consumer_wait.max_s, 0.020 * 0.99);  // the timed-out wait is in
-  EXPECT_DOUBLE_EQ(before.consumer_wait.total_s, before.consumer_wait_s);
   g->open();
   ASSERT_TRUE(next_batch().has_value());
   auto const after = loader.snapshot();
@@ -395,6 +387,15 @@ TEST(stats_export_test, TraceIsOffByDefaultAndWritesToAFile) {
     gpufeed::loader loader{data, {.batch_size = 8, .workers = 1}};
     std::ostringstream out;
     EXPECT_THROW(loader.write_trace(out), gpufeed::logic_error);
+    // Refused before the file is opened: an existing file is left as it was.
+    auto const kept = std::filesystem::temp_directory_path() /
+                      ("gpufeed-trace-off-" + std::to_string(::getpid()) + ".json");
+    std::ofstream{kept} << "kept";
+    EXPECT_THROW(loader.write_trace(kept), gpufeed::logic_error);
+    std::string text;
+    std::getline(std::ifstream{kept}, text);
+    std::filesystem::remove(kept);
+    EXPECT_EQ(text, "kept");
   }
   EXPECT_THROW((gpufeed::loader{data, {.batch_size = 8, .trace_events = (1U << 24) + 1}}),
                gpufeed::logic_error);

@@ -152,7 +152,7 @@ report run_compare(compare_config const& config, std::ostream& progress) {
   auto const& common = config.common;
   auto const& input = config.input;
   auto const choice = parse_dataset(input.dataset);
-  auto const data = open_dataset(input, choice);
+  auto const data = make_compare_dataset(choice, input);
   auto const spec = data.data->spec();
 
   std::vector<peer_state> peers;
@@ -258,11 +258,8 @@ report run_compare(compare_config const& config, std::ostream& progress) {
   report rep;
   rep.command = "compare";
   rep.config = to_json(common);
-  rep.config["dataset"] = input.dataset;
+  add_dataset_config(rep.config, input);
   rep.config["dataset_info"] = data.description;
-  rep.config["order"] = input.order;
-  // What the window and the HDF5 chunk cache were, so that scaling results can be tied to them.
-  rep.config["chunk_window"] = effective_chunk_window(input);
   rep.config["on_error"] = config.on_error;
   rep.config["peers"] = config.peers;
   rep.config["repeats"] = config.repeats;
@@ -270,12 +267,6 @@ report run_compare(compare_config const& config, std::ostream& progress) {
   rep.config["python_batches"] = python.batches;
   rep.config["torch_cpp_batches"] =
       config.torch_cpp_batches > 0 ? config.torch_cpp_batches : common.batches;
-  rep.config["samples"] = input.samples;
-  rep.config["sample_bytes"] = input.sample_bytes;
-  rep.config["cpu_cost_us"] = input.cpu_cost_us;
-  rep.config["wait_us"] = input.wait_us;
-  rep.config["image_size"] = input.image_size;
-  rep.config["seed"] = input.seed;
   rep.config["python"] = config.python;
 
   text_table ratios{{"gpufeed / peer", "ratio of medians", "median of pairs", "per repeat"}};

@@ -98,44 +98,44 @@ std::vector<std::int64_t> synthetic_image_shape(std::size_t sample_bytes) {
   return {static_cast<std::int64_t>(sample_bytes)};
 }
 
-compare_dataset make_compare_dataset(dataset_choice const& choice, dataset_knobs const& knobs) {
+compare_dataset make_compare_dataset(dataset_choice const& choice, dataset_options const& input) {
   compare_dataset out;
   switch (choice.kind) {
     case dataset_kind::synthetic: {
       auto spec = gpufeed::sample_spec{}
-                      .add("image", gpufeed::dtype::u8, synthetic_image_shape(knobs.sample_bytes))
+                      .add("image", gpufeed::dtype::u8, synthetic_image_shape(input.sample_bytes))
                       .add("label", gpufeed::dtype::i64, {});
       gpufeed::synthetic_options options;
-      options.seed = knobs.seed;
-      options.cpu_cost = std::chrono::nanoseconds{std::llround(knobs.cpu_cost_us * 1000.0)};
-      options.sleep = std::chrono::nanoseconds{std::llround(knobs.wait_us * 1000.0)};
-      auto data = std::make_shared<gpufeed::synthetic>(knobs.samples, spec, options);
+      options.seed = input.seed;
+      options.cpu_cost = std::chrono::nanoseconds{std::llround(input.cpu_cost_us * 1000.0)};
+      options.sleep = std::chrono::nanoseconds{std::llround(input.wait_us * 1000.0)};
+      auto data = std::make_shared<gpufeed::synthetic>(input.samples, spec, options);
       out.data = data;
       out.torch_cpp_data = data;  // the same reads: generate the bytes, burn the CPU cost
       out.description = {{"kind", "synthetic"},
-                         {"samples", knobs.samples},
+                         {"samples", input.samples},
                          {"spec", spec.to_string()},
-                         {"cpu_cost_us", knobs.cpu_cost_us},
-                         {"wait_us", knobs.wait_us}};
+                         {"cpu_cost_us", input.cpu_cost_us},
+                         {"wait_us", input.wait_us}};
       return out;
     }
     case dataset_kind::memory: {
       // The synthetic dataset's content, made once and held in memory: one array per field.
       auto spec = gpufeed::sample_spec{}
-                      .add("image", gpufeed::dtype::u8, synthetic_image_shape(knobs.sample_bytes))
+                      .add("image", gpufeed::dtype::u8, synthetic_image_shape(input.sample_bytes))
                       .add("label", gpufeed::dtype::i64, {});
       gpufeed::synthetic_options options;
-      options.seed = knobs.seed;
-      gpufeed::synthetic const source{knobs.samples, spec, options};
+      options.seed = input.seed;
+      gpufeed::synthetic const source{input.samples, spec, options};
       auto arrays = std::make_shared<std::vector<std::vector<std::byte>>>();
       for (std::size_t f = 0; f < spec.size(); ++f) {
         std::size_t const row = spec[f].bytes();
-        auto& array = arrays->emplace_back(knobs.samples * row);
-        for (std::size_t i = 0; i < knobs.samples; ++i) {
+        auto& array = arrays->emplace_back(input.samples * row);
+        for (std::size_t i = 0; i < input.samples; ++i) {
           source.expected(i, f, std::span{array}.subspan(i * row, row));
         }
       }
-      auto data = std::make_shared<gpufeed::in_memory>(knobs.samples);
+      auto data = std::make_shared<gpufeed::in_memory>(input.samples);
       for (std::size_t f = 0; f < spec.size(); ++f) {
         out.columns.emplace_back((*arrays)[f]);
         data->add_bytes(spec[f].name, spec[f].type, spec[f].shape, out.columns.back(), arrays);
@@ -144,9 +144,9 @@ compare_dataset make_compare_dataset(dataset_choice const& choice, dataset_knobs
       out.data = data;
       out.torch_cpp_data = data;
       out.description = {{"kind", "memory"},
-                         {"samples", knobs.samples},
+                         {"samples", input.samples},
                          {"spec", spec.to_string()},
-                         {"bytes", knobs.samples * spec.bytes_per_sample()}};
+                         {"bytes", input.samples * spec.bytes_per_sample()}};
       return out;
     }
     case dataset_kind::hdf5: {
@@ -155,7 +155,7 @@ compare_dataset make_compare_dataset(dataset_choice const& choice, dataset_knobs
       options.fields = choice.fields;
       // Twice the window, as docs/datasets-hdf5.md advises: workers that prefetch start on the
       // next window while the current one is still being read.
-      options.cache_chunks = std::max<std::size_t>(8, 2 * knobs.chunk_window);
+      options.cache_chunks = std::max<std::size_t>(8, 2 * effective_chunk_window(input));
       auto data = std::make_shared<gpufeed::hdf5_dataset>(choice.path, options);
       // libtorch users read HDF5 with H5Dread (through the C or C++ API) in get().
       options.force_h5dread = true;
@@ -182,8 +182,8 @@ compare_dataset make_compare_dataset(dataset_choice const& choice, dataset_knobs
     case dataset_kind::images: {
 #if GPUFEED_BENCH_IMAGES
       gpufeed::image_options options;
-      options.height = knobs.image_size;
-      options.width = knobs.image_size;
+      options.height = input.image_size;
+      options.width = input.image_size;
       options.resize = gpufeed::resize_mode::random_resized_crop;
       options.horizontal_flip = true;
       auto data = std::make_shared<gpufeed::image_folder>(choice.path, options);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bench_json.hpp"
+#include "dataset_options.hpp"
 #include "gpufeed/dataset.hpp"
 
 namespace gpufeed::bench {
@@ -26,17 +27,6 @@ struct dataset_choice {
 /// @throws std::invalid_argument naming the accepted forms.
 [[nodiscard]] dataset_choice parse_dataset(std::string const& text);
 
-/// Settings of the synthetic and image datasets.
-struct dataset_knobs {
-  std::size_t samples = 50'000;       ///< synthetic: samples per epoch
-  std::size_t sample_bytes = 12'288;  ///< synthetic: bytes of the "image" field (3 x 64 x 64)
-  double cpu_cost_us = 0;             ///< synthetic: busy CPU time per read
-  double wait_us = 0;                 ///< synthetic: time each read sleeps (storage latency)
-  std::uint64_t seed = 0;             ///< synthetic content
-  int image_size = 224;               ///< images: output height and width
-  std::size_t chunk_window = 0;       ///< hdf5: the chunk cache must hold this many chunks
-};
-
 /// The synthetic "image" field's shape: [3, s, s] when sample_bytes is 3 s^2, else [bytes].
 [[nodiscard]] std::vector<std::int64_t> synthetic_image_shape(std::size_t sample_bytes);
 
@@ -52,9 +42,12 @@ struct compare_dataset {
   json description = json::object();
 };
 
-/// Opens or makes the dataset. @throws std::invalid_argument when the kind was not built in
+/// Opens or makes the dataset `choice` (parse_dataset of --dataset) with the settings in
+/// `options`: synthetic and memory take --samples, --sample-bytes and --seed (synthetic also
+/// --cpu-cost-us and --wait-us), images --image-size, and hdf5 sizes its chunk cache for
+/// effective_chunk_window. @throws std::invalid_argument when the kind was not built in
 /// (no HDF5 / OpenCV); the dataset's own errors otherwise.
 [[nodiscard]] compare_dataset make_compare_dataset(dataset_choice const& choice,
-                                                   dataset_knobs const& knobs);
+                                                   dataset_options const& options);
 
 }  // namespace gpufeed::bench

@@ -80,16 +80,17 @@ void apply_order(dataset_options const& options, gpufeed::loader_options& loader
   loader.seed = options.seed;
 }
 
-compare_dataset open_dataset(dataset_options const& options, dataset_choice const& choice) {
-  dataset_knobs knobs;
-  knobs.samples = options.samples;
-  knobs.sample_bytes = options.sample_bytes;
-  knobs.cpu_cost_us = options.cpu_cost_us;
-  knobs.wait_us = options.wait_us;
-  knobs.seed = options.seed;
-  knobs.image_size = options.image_size;
-  knobs.chunk_window = effective_chunk_window(options);
-  return make_compare_dataset(choice, knobs);
+void add_dataset_config(json& config, dataset_options const& options) {
+  config["dataset"] = options.dataset;
+  config["order"] = options.order;
+  // What the window and the HDF5 chunk cache were, so that scaling results can be tied to them.
+  config["chunk_window"] = effective_chunk_window(options);
+  config["samples"] = options.samples;
+  config["sample_bytes"] = options.sample_bytes;
+  config["cpu_cost_us"] = options.cpu_cost_us;
+  config["wait_us"] = options.wait_us;
+  config["image_size"] = options.image_size;
+  config["seed"] = options.seed;
 }
 
 }  // namespace gpufeed::bench

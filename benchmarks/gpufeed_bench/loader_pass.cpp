@@ -2,33 +2,34 @@
 
 #include <stdexcept>
 #include <unordered_map>
+#include <utility>
 
 namespace gpufeed::bench {
+
+gpufeed::batch next_batch(gpufeed::loader& source, std::uint64_t* epoch_ends) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (auto next = source.next()) return std::move(*next);
+    if (epoch_ends != nullptr) ++*epoch_ends;
+  }
+  throw std::runtime_error{"the loader delivered an empty epoch"};
+}
 
 consumed consume(gpufeed::loader& source, std::size_t batches, bool record_slots) {
   consumed result;
   std::unordered_map<std::uintptr_t, std::uint32_t> slot_index;
   if (record_slots) result.slot_sequence.reserve(batches);
-  bool previous_was_end = false;
   while (result.batches < batches) {
-    auto next = source.next();
-    if (!next) {
-      if (previous_was_end) throw std::runtime_error{"the loader delivered an empty epoch"};
-      previous_was_end = true;
-      ++result.epoch_ends;
-      continue;
-    }
-    previous_was_end = false;
+    auto next = next_batch(source, &result.epoch_ends);
     if (record_slots) {
-      auto const address = reinterpret_cast<std::uintptr_t>(next->field(0).data());
+      auto const address = reinterpret_cast<std::uintptr_t>(next.field(0).data());
       auto const [at, added] =
           slot_index.try_emplace(address, static_cast<std::uint32_t>(result.slots.size()));
       if (added) result.slots.push_back(address);
       result.slot_sequence.push_back(at->second);
     }
-    result.samples += next->size();
+    result.samples += next.size();
     ++result.batches;
-    next->release();
+    next.release();
   }
   return result;
 }

@@ -18,6 +18,12 @@ struct consumed {
   std::vector<std::uint32_t> slot_sequence;  ///< for each batch, its slot (index into `slots`)
 };
 
+/// The next batch from `source`, crossing an epoch end: when next() says an epoch is over, it
+/// asks once more. Adds the epoch ends crossed to `*epoch_ends` when that is given.
+/// @throws std::runtime_error if the loader ends two epochs in a row without a batch.
+[[nodiscard]] gpufeed::batch next_batch(gpufeed::loader& source,
+                                        std::uint64_t* epoch_ends = nullptr);
+
 /// Takes `batches` batches from `source` and releases each at once, crossing epoch ends.
 /// With `record_slots`, also records which ring slot each batch came in (by field 0's address).
 /// @throws std::runtime_error if the loader ends two epochs in a row without a batch.

@@ -9,18 +9,11 @@
 #include "gpufeed/cuda/buffer.hpp"
 #include "gpufeed/cuda/error.hpp"
 #include "gpufeed/detail/slot_layout.hpp"
+#include "loader_pass.hpp"
 
 namespace gpufeed::bench {
 
 namespace {
-
-// The next batch, across an epoch end.
-gpufeed::batch next_batch(gpufeed::loader& source) {
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    if (auto next = source.next()) return std::move(*next);
-  }
-  throw std::runtime_error{"the loader delivered an empty epoch"};
-}
 
 // The loop every feed shares: `body(i, timed)` enqueues step i (recording its events on
 // `timeline`); `started()` runs once, just before the first timed step. Ends with `finish()`,

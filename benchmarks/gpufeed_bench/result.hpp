@@ -18,12 +18,13 @@ struct grid_cell {
   std::size_t batch_size = 0;
   unsigned workers = 0;
   std::size_t prefetch_depth = 0;
-  /// How the settings were chosen: "grid" (given), later "auto" (an autotuner's choice).
+  /// How the settings were chosen: "grid" (given) or "auto" (the autotuner's choice, sweep
+  /// --auto; the settings it ended the run with).
   std::string chosen_by = "grid";
 };
 
 struct bench_result {
-  std::string loader;                           ///< "gpufeed", "memcpy_peak", later "torch", ...
+  std::string loader;                           ///< "gpufeed", "memcpy_peak", "torch_cpp", ...
   std::optional<double> samples_per_s;          ///< samples delivered per second
   std::optional<double> batches_per_s;          ///< batches delivered per second
   std::optional<double> bytes_per_s;            ///< sample bytes delivered per second

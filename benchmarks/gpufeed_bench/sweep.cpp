@@ -17,6 +17,7 @@
 #include "common_options.hpp"
 #include "compare_dataset.hpp"
 #include "gpufeed/loader.hpp"
+#include "loader_pass.hpp"
 #include "machine_info.hpp"
 #include "process_memory.hpp"
 #include "summary_stats.hpp"
@@ -48,12 +49,12 @@ struct cell_run {
 };
 
 // One row of the sweep: loader settings, measured as a unit. The grid's cells are rows with
-// cell.chosen_by = "grid". Hook for a later `--auto`: append one row per batch size whose
-// options come from the autotuner (workers = auto, prefetch_depth = auto) and whose
-// cell.chosen_by is "auto" (the cell then holds the settings the tuner chose, read back after
-// the run). Everything below then treats it like a grid cell: it is measured interleaved with
-// the grid, summarized, printed and charted, never chosen as "best", and gets ratio = its
-// samples/s / the best grid cell's of its batch size (see summarize_rows).
+// cell.chosen_by = "grid". --auto adds one row per batch size whose options come from the
+// autotuner (workers = auto, prefetch_depth = auto) and whose cell.chosen_by is "auto" (the
+// cell then holds the settings the tuner chose, read back after the run). Such a row is
+// measured interleaved with the grid, summarized, printed and charted like a grid cell, never
+// chosen as "best", and gets ratio = its samples/s / the best grid cell's of its batch size
+// (see mark_best).
 struct sweep_row {
   grid_cell cell;
   gpufeed::loader_options options;
@@ -97,7 +98,6 @@ cell_run measure_row(std::shared_ptr<gpufeed::dataset const> const& data,
   auto const run_length = std::chrono::duration<double, std::milli>{config.run_ms};
 
   cell_run run;
-  bool previous_was_end = false;
   std::size_t warm = 0;
   gpufeed::stats before{};
   bench_clock::time_point start{};
@@ -110,20 +110,17 @@ cell_run measure_row(std::shared_ptr<gpufeed::dataset const> const& data,
     }
     if (timing && run.batches >= 2 && bench_clock::now() - start >= run_length) break;
     auto const t0 = bench_clock::now();
-    auto batch = source.next();
+    std::uint64_t epoch_ends = 0;
+    auto batch = next_batch(source, &epoch_ends);
     auto const t1 = bench_clock::now();
-    if (timing) run.wait_s += seconds_between(t0, t1);
-    if (!batch) {
-      if (previous_was_end) throw std::runtime_error{"the loader delivered an empty epoch"};
-      previous_was_end = true;
-      if (timing) ++run.epoch_ends;
-      continue;
+    if (timing) {
+      run.wait_s += seconds_between(t0, t1);
+      run.epoch_ends += epoch_ends;
     }
-    previous_was_end = false;
     run_step(step, spin);
     auto const t2 = bench_clock::now();
-    auto const samples = batch->size();
-    batch->release();
+    auto const samples = batch.size();
+    batch.release();
     if (!timing) {
       ++warm;
       continue;
@@ -195,6 +192,7 @@ bench_result summarize(sweep_row const& row, std::size_t bytes_per_sample) {
       {"samples_per_s_min", sps.empty() ? 0.0 : *std::min_element(sps.begin(), sps.end())},
       {"samples_per_s_max", sps.empty() ? 0.0 : *std::max_element(sps.begin(), sps.end())},
       {"consumer_wait_fraction", median(loader_wait)},
+      // The median over the runs of each run's mean step (the key predates the median).
       {"step_us_mean", median(step_us)},
       {"worker_read_fraction", median(read_share)},
       {"worker_slot_wait_fraction", median(slot_wait_share)},
@@ -230,7 +228,7 @@ bench_result summarize(sweep_row const& row, std::size_t bytes_per_sample) {
 }
 
 // Marks the best grid cell overall and per batch size (most samples/s); rows not chosen by the
-// grid (a later --auto) get ratio = their samples/s / the best grid cell's of their batch size.
+// grid (--auto) get ratio = their samples/s / the best grid cell's of their batch size.
 void mark_best(std::vector<bench_result>& results) {
   std::map<std::size_t, std::size_t> best_for_batch;
   std::optional<std::size_t> best;
@@ -390,24 +388,27 @@ report run_sweep(sweep_config const& config, std::ostream& progress) {
     throw std::invalid_argument{"--workers, --depths and --batch-sizes each need a value"};
   }
   auto const& input = config.input;
-  auto const data = open_dataset(input, parse_dataset(input.dataset));
+  auto const data = make_compare_dataset(parse_dataset(input.dataset), input);
   std::size_t const bytes_per_sample = data.data->spec().bytes_per_sample();
 
+  // Rows are filled in place: from a braced temporary, GCC 12 at -O3 warns (wrongly,
+  // maybe-uninitialized) about the string in its cell.
   std::vector<sweep_row> rows;
   for (auto const batch_size : config.batch_sizes) {
     for (auto const depth : config.depths) {
       for (auto const workers : config.workers) {
-        rows.push_back({{batch_size, workers, depth, "grid"},
-                        row_options(config, batch_size, workers, depth),
-                        {}});
+        auto& row = rows.emplace_back();
+        row.cell = {batch_size, workers, depth, "grid"};
+        row.options = row_options(config, batch_size, workers, depth);
       }
     }
   }
   if (config.auto_rows) {
     for (auto const batch_size : config.batch_sizes) {
-      auto options = row_options(config, batch_size, gpufeed::auto_workers, gpufeed::auto_depth);
-      options.autotune.max_workers = config.auto_max_workers;
-      rows.push_back({{batch_size, 0, 0, "auto"}, options, {}});
+      auto& row = rows.emplace_back();
+      row.cell = {batch_size, 0, 0, "auto"};
+      row.options = row_options(config, batch_size, gpufeed::auto_workers, gpufeed::auto_depth);
+      row.options.autotune.max_workers = config.auto_max_workers;
     }
   }
 
@@ -452,24 +453,16 @@ report run_sweep(sweep_config const& config, std::ostream& progress) {
                 {"svg", config.svg_path},
                 {"verbose", config.verbose},
                 {"auto", config.auto_rows},
-                {"auto_max_workers", config.auto_max_workers},
-                {"dataset", input.dataset},
-                {"dataset_info", data.description},
-                {"bytes_per_sample", bytes_per_sample},
-                {"order", input.order},
-                {"chunk_window", effective_chunk_window(input)},
-                {"samples", input.samples},
-                {"sample_bytes", input.sample_bytes},
-                {"cpu_cost_us", input.cpu_cost_us},
-                {"wait_us", input.wait_us},
-                {"image_size", input.image_size},
-                {"seed", input.seed},
-                {"step_us", config.step_us},
-                {"step_us_per_sample", config.step_us_per_sample},
-                {"step_mode", config.step_mode},
-                {"repeats", config.repeats},
-                {"warmup", config.warmup},
-                {"run_ms", config.run_ms}};
+                {"auto_max_workers", config.auto_max_workers}};
+  add_dataset_config(rep.config, input);
+  rep.config["dataset_info"] = data.description;
+  rep.config["bytes_per_sample"] = bytes_per_sample;
+  rep.config["step_us"] = config.step_us;
+  rep.config["step_us_per_sample"] = config.step_us_per_sample;
+  rep.config["step_mode"] = config.step_mode;
+  rep.config["repeats"] = config.repeats;
+  rep.config["warmup"] = config.warmup;
+  rep.config["run_ms"] = config.run_ms;
 
   if (!config.svg_path.empty()) {
     sweep_chart chart;

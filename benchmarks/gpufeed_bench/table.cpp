@@ -79,7 +79,7 @@ std::string config_line(json const& config) {
 
 // Grid rows (sweep): one line per cell, its settings first, the best cells marked.
 void print_grid(report const& rep, std::ostream& out) {
-  // The ratio column only where some row has one (rows not chosen by the grid, a later --auto).
+  // The ratio column only where some row has one (rows not chosen by the grid: --auto).
   bool const ratios = std::any_of(rep.results.begin(), rep.results.end(),
                                   [](bench_result const& r) { return r.ratio.has_value(); });
   std::vector<std::string> header{"",          "batch",     "depth",

@@ -2,18 +2,16 @@
 
 #include <sys/resource.h>
 
-#include <ctime>
 #include <utility>
 #include <vector>
 
+#include "gpufeed/detail/units.hpp"
 #include "summary_stats.hpp"
 
 namespace gpufeed::bench {
 
 double thread_cpu_seconds() noexcept {
-  timespec now{};
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) != 0) return 0.0;
-  return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
+  return detail::thread_cpu_s();
 }
 
 double thread_cpu_clock_overhead_seconds(int samples) {

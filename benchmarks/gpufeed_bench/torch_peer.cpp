@@ -10,33 +10,17 @@
 
 #include "gpufeed/detail/slot_layout.hpp"
 #include "gpufeed/sample_view.hpp"
+#include "gpufeed/torch/tensors.hpp"
 
 namespace gpufeed::bench {
+// libtorch's namespace: inside gpufeed, a plain `torch` would name gpufeed::torch.
+namespace torch = ::torch;
 namespace {
 
+// gpufeed::torch's dtype map, but for uint16, which the bench reads as int16 (the same bytes;
+// libtorch before 2.3 has no uint16 tensors).
 torch::Dtype to_torch(gpufeed::dtype type) {
-  switch (type) {
-    case gpufeed::dtype::u8:
-      return torch::kUInt8;
-    case gpufeed::dtype::i8:
-      return torch::kInt8;
-    case gpufeed::dtype::u16:  // no uint16 in libtorch 1.13: same bytes, read as int16
-    case gpufeed::dtype::i16:
-      return torch::kInt16;
-    case gpufeed::dtype::i32:
-      return torch::kInt32;
-    case gpufeed::dtype::i64:
-      return torch::kInt64;
-    case gpufeed::dtype::f16:
-      return torch::kHalf;
-    case gpufeed::dtype::bf16:
-      return torch::kBFloat16;
-    case gpufeed::dtype::f32:
-      return torch::kFloat;
-    case gpufeed::dtype::f64:
-      return torch::kDouble;
-  }
-  return torch::kUInt8;
+  return type == gpufeed::dtype::u16 ? torch::kInt16 : gpufeed::torch::to_torch_dtype(type);
 }
 
 // libtorch's workers are threads with no index of their own; datasets that keep per-worker state

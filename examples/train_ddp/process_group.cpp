@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include "gpufeed/options.hpp"
+
 namespace train_ddp {
 namespace {
 
@@ -41,11 +43,18 @@ long long integer_from(char const* name, long long fallback, long long low, long
 }  // namespace
 
 launch_env read_launch_env() {
-  constexpr long long int_max = std::numeric_limits<int>::max();
   launch_env env;
-  env.world_size = static_cast<int>(integer_from("WORLD_SIZE", 1, 1, int_max));
-  env.rank = static_cast<int>(integer_from("RANK", 0, 0, env.world_size - 1));
-  env.local_rank = static_cast<int>(integer_from("LOCAL_RANK", 0, 0, int_max));
+  // RANK, WORLD_SIZE and LOCAL_RANK as gpufeed's loader reads them, so the two always agree.
+  gpufeed::loader_options placed;
+  placed.target = gpufeed::placement::cuda;  // only to have LOCAL_RANK read into `device`
+  placed = gpufeed::resolve_distributed(placed);
+  gpufeed::loader_options ranks;
+  ranks.rank = placed.rank;
+  ranks.world_size = placed.world_size;
+  gpufeed::validate(ranks);  // rank < world_size, world_size >= 1, with gpufeed's messages
+  env.world_size = static_cast<int>(*placed.world_size);
+  env.rank = static_cast<int>(*placed.rank);
+  env.local_rank = placed.device.value_or(0);
   env.master_addr = environment("MASTER_ADDR", env.master_addr);
   env.master_port = static_cast<std::uint16_t>(
       integer_from("MASTER_PORT", env.master_port, 1, std::numeric_limits<std::uint16_t>::max()));

@@ -37,15 +37,11 @@ backend choose_backend(std::string const& name) {
 
 // The loader of this rank's shard: gpufeed's sampler gives rank r of W a disjoint share of every
 // epoch, from the same seeded permutation on every rank.
-gpufeed::torch::data_loader make_loader(run_options const& o, launch_env const& env,
-                                        torch::Device device) {
+gpufeed::torch::data_loader make_loader(run_options const& o, torch::Device device) {
   auto data = std::make_shared<regression_dataset const>(o.samples, o.features, o.seed, o.chunk);
   gpufeed::torch::data_loader_options options{o.batch_size};
   options.workers(o.workers).prefetch_depth(4).seed(o.seed).shuffle(true);
-  // The loader would read the same from RANK and WORLD_SIZE by itself; set here from the values
-  // the process group was built with, so the two can never disagree.
-  options.loader().rank = static_cast<unsigned>(env.rank);
-  options.loader().world_size = static_cast<unsigned>(env.world_size);
+  // Rank and world size: the loader reads RANK and WORLD_SIZE itself, as read_launch_env did.
   options.loader().chunk_window = o.chunk > 1 ? o.chunk_window : 0;
 #if GPUFEED_TORCH_WITH_CUDA
   if (device.is_cuda()) options.device(device.index());  // batches land on this rank's GPU
@@ -83,7 +79,7 @@ int train(run_options const& o) {
   process_group group{env, kind,
                       std::chrono::milliseconds{static_cast<std::int64_t>(o.timeout_s * 1000)}};
 
-  auto loader = make_loader(o, env, device);
+  auto loader = make_loader(o, device);
   std::cout << "rank " << env.rank << "/" << env.world_size << " on " << device << " ("
             << (kind == backend::nccl ? "NCCL" : "Gloo")
             << "): " << loader.loader().batches_per_epoch() << " batches of " << o.batch_size

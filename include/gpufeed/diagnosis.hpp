@@ -10,8 +10,9 @@
 /// @endcode
 ///
 /// diagnose() is a pure function of the statistics: call it on any snapshot, from any thread.
-/// It judges the run since the first batch (the ring filling at start-up is left out) and never
-/// changes anything: every fix it names is a suggestion.
+/// The stall and the time between batches are taken since the first batch (the ring filling at
+/// start-up is left out); the workers' fractions are over the whole run. It never changes
+/// anything: every fix it names is a suggestion.
 
 #include <cstdint>
 #include <optional>
@@ -54,19 +55,23 @@ inline constexpr double diagnosis_stall_threshold = 0.01;
 
 /// @brief Names the bottleneck of the run `s` describes.
 ///
-/// Rules, on the run since the first batch (stall = `steady_stall_fraction()`; busy =
-/// `read_s / (workers x wall_s)`; slot idle = `slot_wait_s / (workers x wall_s)`):
-/// - fewer than `diagnosis_min_batches` batches: `not_enough_data`;
+/// Rules, in this order (stall = `steady_stall_fraction()`, since the first batch; batch period
+/// = the wall time since the first batch / the batches after it; copy busy = the mean GPU time
+/// of one timed copy plus its transforms / the batch period; over the whole run: busy =
+/// `worker_busy_fraction()`, slot idle = `slot_wait_s / (workers x wall_s)`, copy idle =
+/// `copy_wait_s / (workers x wall_s)`):
+/// - fewer than `diagnosis_min_batches` batches after the first: `not_enough_data`;
+/// - CUDA path and copy busy 80 % or more: `copy_bound`, whatever the stall (copies are
+///   asynchronous: a saturated copy engine need not make next() wait);
 /// - stall below 1 %: `gpu_bound` (the loader is not the problem; a larger batch could be
 ///   tried, never applied);
-/// - CUDA path, and the copy plus transform of a batch takes at least half of the consumer's
-///   time per batch, or workers spent 25 % or more of their time waiting for copies:
-///   `copy_bound` (send uint8 and convert on the GPU, pinned staging, larger batches);
+/// - CUDA path, and copy busy 50 % or more, or copy idle 25 % or more: `copy_bound` (send
+///   uint8 and convert on the GPU, pinned staging, larger batches);
 /// - workers busy reading 50 % or more of their time and idle for a slot under 25 %:
 ///   `input_bound` (more workers, caching, lighter decoding);
 /// - workers idle for a free slot 25 % or more of their time, or waits in bursts (p99 of
-///   next()'s wait at least 10x its median) while workers are mostly idle: `ring_too_shallow`
-///   (raise `prefetch_depth`, release batches sooner);
+///   next()'s wait at least 10x its median) while workers are busy under 50 %:
+///   `ring_too_shallow` (raise `prefetch_depth`, release batches sooner);
 /// - otherwise `unknown` (take a trace: `loader_options::trace_events`).
 /// @param gpu utilization measured over the same run, when known: it sharpens the sentence.
 [[nodiscard]] diagnosis diagnose(stats const& s, std::optional<gpu_utilization> gpu = std::nullopt);

@@ -78,10 +78,12 @@ struct autotune_options {
   /// Most ring slots (1 .. 4096); the memory budget may allow fewer.
   std::size_t max_depth = 16;
   /// Most host memory the automatic ring may take; default: 1/8 of the physical memory, at
-  /// most 4 GiB. On the CUDA path `pinned_budget` bounds it too.
+  /// most 4 GiB. With pinned staging on the CUDA path, `pinned_budget` bounds it too.
   std::optional<std::size_t> memory_budget{};
   /// Batches delivered between two decisions (2 .. 4096). Each decision looks at the window
-  /// since the previous one; the settings usually settle within the first 200 batches.
+  /// since the previous one; one step per decision, so settling takes a few windows (in the one
+  /// measured far-from-start run, 2 -> 16 workers, the last change came at batch 49: see
+  /// docs/tuning.md, Autotuning).
   std::size_t window_batches = 16;
 };
 

@@ -152,6 +152,9 @@ class progress_line {
 
  private:
   [[nodiscard]] bool due();
+  // update()'s drawing, once due() said yes: the line since `previous_`, which `now` replaces.
+  void draw_since_previous(stats const& now, std::optional<monitor_sample> const& sample,
+                           std::optional<progress_position> position);
   void draw(std::string line);
   void write(std::string_view text) const;
 

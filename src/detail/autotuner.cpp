@@ -37,10 +37,12 @@ autotune_decision autotuner::decide(autotune_window const& w) {
   auto const worker_time = static_cast<double>(w.workers) * w.wall_s;
   auto const busy = ratio(w.read_s, worker_time);
   auto const slot_idle = ratio(w.slot_wait_s, worker_time);
-  auto const numbers = "stall " + percent(stall) + " over " + std::to_string(w.batches) +
-                       " batches, " + std::to_string(w.workers) + " workers " + percent(busy) +
-                       " busy reading, " + percent(slot_idle) + " waiting for a free slot, depth " +
-                       std::to_string(w.depth);
+  // The reason's numbers, built only for a decision that changes something (most windows keep).
+  auto const numbers = [&] {
+    return "stall " + percent(stall) + " over " + std::to_string(w.batches) + " batches, " +
+           std::to_string(w.workers) + " workers " + percent(busy) + " busy reading, " +
+           percent(slot_idle) + " waiting for a free slot, depth " + std::to_string(w.depth);
+  };
   bool const can_add_worker = bounds_.tune_workers && w.workers < bounds_.max_workers;
   bool const can_add_slot = bounds_.tune_depth && w.depth < bounds_.max_depth;
 
@@ -59,7 +61,7 @@ autotune_decision autotuner::decide(autotune_window const& w) {
       auto const step = std::clamp(needed > w.workers ? needed - w.workers : 1U, 1U, w.workers);
       d.workers = std::min(bounds_.max_workers, w.workers + step);
       d.action = autotune_action::add_workers;
-      d.reason = "the consumer stalled and the workers were busy (" + numbers + ")";
+      d.reason = "the consumer stalled and the workers were busy (" + numbers() + ")";
       return d;
     }
     if (busy >= thresholds_.busy) {
@@ -71,13 +73,13 @@ autotune_decision autotuner::decide(autotune_window const& w) {
       d.depth = w.depth + 1;
       d.action = autotune_action::add_slot;
       d.reason = "the consumer stalled while the workers were idle: its demand is bursty (" +
-                 numbers + ")";
+                 numbers() + ")";
       return d;
     }
     if (can_add_worker) {
       d.workers = w.workers + 1;
       d.action = autotune_action::add_workers;
-      d.reason = "the consumer stalled and the ring is at its largest depth (" + numbers + ")";
+      d.reason = "the consumer stalled and the ring is at its largest depth (" + numbers() + ")";
       return d;
     }
     return d;  // at the bounds: nothing left to add
@@ -93,7 +95,7 @@ autotune_decision autotuner::decide(autotune_window const& w) {
       d.workers = w.workers - 1;
       d.action = autotune_action::remove_worker;
       d.reason = "no stall for " + std::to_string(calm_) +
-                 " windows and the workers were mostly idle (" + numbers + "); " +
+                 " windows and the workers were mostly idle (" + numbers() + "); " +
                  std::to_string(d.workers) + " would be " + percent(busy_after) + " busy";
       calm_ = 0;
       since_removal_ = 1;

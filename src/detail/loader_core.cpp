@@ -486,20 +486,23 @@ std::optional<batch> loader_core::next(std::optional<stream_view> consumer) {
     if (!wait_range) {
       wait_range.emplace("gpufeed: consumer wait");
     }
-    waiting_flag const waiting{consumer_waiting_};
     if (s == nullptr && all_leased_locked() && tuner_ && tuner_->bounds().tune_depth &&
         active_depth_ < slots_.size()) {
       // The consumer holds every slot in use: an automatic depth makes room for one more.
-      ++active_depth_;
-      ++tune_changes_;
-      last_change_batch_ = batches_;
-      logger()->info(
-          "autotune: prefetch_depth {} -> {}: the consumer holds {} batches at once, every slot "
-          "in use",
-          active_depth_ - 1, active_depth_, count_locked(slot::state::leased));
-      ring_events_.fetch_add(1, std::memory_order_release);
-      work_cv_.notify_all();
+      auto const change =
+          apply_locked(active_workers_, active_depth_ + 1,
+                       "the consumer holds " + std::to_string(count_locked(slot::state::leased)) +
+                           " batches at once, every slot in use");
+      lock.unlock();
+      logger()->info("{}", change);
+      lock.lock();
+      if (fatal_) {
+        std::rethrow_exception(fatal_);
+      }
+      s = consumer_slot_locked();
+      continue;
     }
+    waiting_flag const waiting{consumer_waiting_};
     if (s == nullptr && all_leased_locked()) {
       throw logic_error{
           "gpufeed: all " + std::to_string(active_depth_) +
@@ -532,7 +535,8 @@ std::optional<batch> loader_core::next(std::optional<stream_view> consumer) {
   }
   wait_range.reset();
   auto const ready = count_locked(slot::state::ready);
-  record_wait_locked(to_ns(wait_from), to_ns(clock::now()), ready);
+  auto const delivered_ns = to_ns(clock::now());
+  record_wait_locked(to_ns(wait_from), delivered_ns, ready);
   ready_sum_ += static_cast<double>(ready);
   ++consumer_.sequence;
   if (s->error) {
@@ -548,7 +552,7 @@ std::optional<batch> loader_core::next(std::optional<stream_view> consumer) {
   }
   s->status = slot::state::leased;
   record_delivery_locked(*s);
-  auto const change = tuner_ ? tune_locked() : std::string{};
+  auto const change = tuner_ ? tune_locked(delivered_ns) : std::string{};
   lock.unlock();
   if (!change.empty()) {
     logger()->info("{}", change);
@@ -564,74 +568,70 @@ std::optional<batch> loader_core::next(std::optional<stream_view> consumer) {
   return batch{shared_from_this(), s};
 }
 
-std::int64_t loader_core::read_ns_total() const noexcept {
-  std::int64_t total = 0;
+loader_core::worker_totals loader_core::worker_totals_now() const noexcept {
+  worker_totals total;
   for (unsigned w = 0; w < tuning_.threads; ++w) {
-    total += static_cast<std::int64_t>(activity_[w].read_time.total_ns());
+    total.read_ns += static_cast<std::int64_t>(activity_[w].read_time.total_ns());
+    total.slot_wait_ns += static_cast<std::int64_t>(activity_[w].slot_wait_time.total_ns());
   }
   return total;
 }
 
-std::int64_t loader_core::slot_wait_ns_total() const noexcept {
-  std::int64_t total = 0;
-  for (unsigned w = 0; w < tuning_.threads; ++w) {
-    total += static_cast<std::int64_t>(activity_[w].slot_wait_time.total_ns());
+std::string loader_core::tune_locked(std::int64_t now) {
+  // The first delivery only opens the first window: the start-up fill is left out of every one.
+  bool const first = window_from_ns_ == 0;
+  if (!first && ++window_batches_ < options_.autotune.window_batches) {
+    return {};
   }
-  return total;
+  auto const wait_ns = consumer_wait_ns_locked();
+  auto const totals = worker_totals_now();
+  std::optional<autotune_decision> d;
+  if (!first) {
+    autotune_window w;
+    w.wall_s = seconds(now - window_from_ns_);
+    w.consumer_wait_s = seconds(wait_ns - window_wait_ns_);
+    w.read_s = seconds(totals.read_ns - window_read_ns_);
+    w.slot_wait_s = seconds(totals.slot_wait_ns - window_slot_wait_ns_);
+    w.batches = window_batches_;
+    w.workers = active_workers_;
+    w.depth = active_depth_;
+    d = tuner_->decide(w);
+  }
+  window_from_ns_ = now;  // the next window begins
+  window_wait_ns_ = wait_ns;
+  window_read_ns_ = totals.read_ns;
+  window_slot_wait_ns_ = totals.slot_wait_ns;
+  window_batches_ = 0;
+  if (!d || d->action == autotune_action::keep) {
+    return {};
+  }
+  return apply_locked(d->workers, d->depth, d->reason);
 }
 
-std::string loader_core::tune_locked() {
-  auto const now = steady_ns();
-  auto const restart = [&] {
-    window_from_ns_ = now;
-    window_wait_ns_ = consumer_wait_ns_;
-    window_read_ns_ = read_ns_total();
-    window_slot_wait_ns_ = slot_wait_ns_total();
-    window_batches_ = 0;
-  };
-  if (window_from_ns_ == 0) {
-    restart();  // the first delivery: the start-up fill is left out of every window
-    return {};
-  }
-  if (++window_batches_ < options_.autotune.window_batches) {
-    return {};
-  }
-  autotune_window w;
-  w.wall_s = seconds(now - window_from_ns_);
-  w.consumer_wait_s = seconds(consumer_wait_ns_ - window_wait_ns_);
-  w.read_s = seconds(read_ns_total() - window_read_ns_);
-  w.slot_wait_s = seconds(slot_wait_ns_total() - window_slot_wait_ns_);
-  w.batches = window_batches_;
-  w.workers = active_workers_;
-  w.depth = active_depth_;
-  auto const d = tuner_->decide(w);
-  restart();
-  if (d.action == autotune_action::keep) {
-    return {};
-  }
+std::string loader_core::apply_locked(unsigned workers, std::size_t depth,
+                                      std::string const& reason) {
   ++tune_changes_;
   last_change_batch_ = batches_;
   std::string what;
-  if (d.workers != active_workers_) {
-    what = "workers " + std::to_string(active_workers_) + " -> " + std::to_string(d.workers);
-    active_workers_ = d.workers;
+  if (workers != active_workers_) {
+    what = "workers " + std::to_string(active_workers_) + " -> " + std::to_string(workers);
+    active_workers_ = workers;
     standby_cv_.notify_all();  // added workers start; removed ones finish their read and park
     work_cv_.notify_all();     // parked workers re-check whether they are still active
   }
-  if (d.depth != active_depth_) {
-    what = "prefetch_depth " + std::to_string(active_depth_) + " -> " + std::to_string(d.depth);
-    active_depth_ = d.depth;
+  if (depth != active_depth_) {
+    what += (what.empty() ? "" : ", ") + std::string{"prefetch_depth "} +
+            std::to_string(active_depth_) + " -> " + std::to_string(depth);
+    active_depth_ = depth;
     ring_events_.fetch_add(1, std::memory_order_release);
     work_cv_.notify_all();  // a slot more to fill
   }
-  return "autotune at batch " + std::to_string(batches_) + ": " + what + ": " + d.reason;
+  return "autotune at batch " + std::to_string(batches_) + ": " + what + ": " + reason;
 }
 
 void loader_core::record_wait_locked(std::int64_t from, std::int64_t to,
                                      std::optional<std::size_t> ready) {
-  auto const waited = to - from;
-  consumer_wait_ns_ += waited;
-  consumer_wait_time_.record_exclusive(waited);
+  consumer_wait_time_.record_exclusive(to - from);
   if (trace_) {
     trace_->record(span_kind::consumer_wait, tuning_.threads, from, to, consumer_.sequence,
                    consumer_.epoch);
@@ -642,7 +642,7 @@ void loader_core::record_wait_locked(std::int64_t from, std::int64_t to,
   auto const t = std::max<std::int64_t>(to - started_ns_, 1);
   if (first_batch_ns_ == 0) {
     first_batch_ns_ = t;
-    first_wait_ns_ = consumer_wait_ns_;  // earlier timeouts included
+    first_wait_ns_ = consumer_wait_ns_locked();  // earlier timeouts included
   }
   if (t >= ring_next_ns_) {
     if (ring_history_.size() == stats::ring_history_capacity) {
@@ -802,10 +802,14 @@ void loader_core::restore(loader_state const& wanted) {
   }
 }
 
-void loader_core::write_trace(std::ostream& out) const {
+void loader_core::expect_tracing() const {
   GPUFEED_EXPECTS(trace_ != nullptr,
                   "write_trace: tracing is off; set loader_options::trace_events to the number of "
                   "spans to keep (e.g. 100000)");
+}
+
+void loader_core::write_trace(std::ostream& out) const {
+  expect_tracing();
   trace_->write(out, started_ns_, tuning_.threads);
 }
 
@@ -837,7 +841,6 @@ stats loader_core::snapshot() const {
   out.autotuned = tuner_ != nullptr;
   out.autotune_changes = tune_changes_;
   out.autotune_last_change_batch = last_change_batch_;
-  out.consumer_wait_s = seconds(consumer_wait_ns_);
   out.batches = batches_;
   out.samples = samples_;
   out.bytes = samples_ * layout_.spec().bytes_per_sample();
@@ -851,6 +854,7 @@ stats loader_core::snapshot() const {
   latency_counts waits;
   consumer_wait_time_.read_into(waits);
   out.consumer_wait = waits.summary();
+  out.consumer_wait_s = out.consumer_wait.total_s;
   out.first_batch_s = seconds(first_batch_ns_);
   out.first_wait_s = seconds(first_wait_ns_);
   out.ring_history = ring_history_;

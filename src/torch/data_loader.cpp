@@ -30,9 +30,10 @@ data_loader_options& data_loader_options::batch_size(std::size_t value) {
 }
 
 data_loader_options& data_loader_options::workers(std::size_t value) {
-  // Checked by validate() like every loader option; only libtorch's 0 is translated.
+  // Checked by validate() like every loader option; only libtorch's 0 is translated. Values
+  // beyond unsigned saturate to its largest, gpufeed::auto_workers.
   options_.workers =
-      value == 0 ? 1U : static_cast<unsigned>(std::min<std::size_t>(value, 1U << 20));
+      value == 0 ? 1U : static_cast<unsigned>(std::min<std::size_t>(value, auto_workers));
   return *this;
 }
 
@@ -105,8 +106,8 @@ loader_options checked(data_loader_options const& options) {
 }  // namespace
 
 data_loader::data_loader(std::shared_ptr<gpufeed::dataset const> dataset,
-                         data_loader_options options)
-    : options_{std::move(options)}, loader_{std::move(dataset), checked(options_)} {}
+                         data_loader_options const& options)
+    : loader_{std::move(dataset), checked(options)} {}
 
 std::optional<tensor_batch> data_loader::next() {
   auto const& o = loader_.options();

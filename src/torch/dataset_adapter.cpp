@@ -1,6 +1,6 @@
 #include "gpufeed/torch/dataset_adapter.hpp"
 
-#include <cstring>
+#include <algorithm>
 #include <sstream>
 #include <string>
 
@@ -43,9 +43,12 @@ void copy_field(::torch::Tensor const& t, field const& want, sample_view const& 
                       "' tensor has shape " + shape_text(sizes) + " but example 0's was " +
                       shape_text(want.shape) +
                       "; batches need one shape: resize or crop in get() (or in a transform)");
-  auto const contiguous = t.contiguous();
+  // One strided copy straight into the slot, whatever the tensor's strides (a permuted or
+  // sliced view included): no contiguous() copy first.
   auto bytes = out.bytes(f);
-  std::memcpy(bytes.data(), contiguous.data_ptr(), bytes.size());
+  ::torch::from_blob(bytes.data(), sizes,
+                     ::torch::TensorOptions{}.dtype(t.scalar_type()).device(::torch::kCPU))
+      .copy_(t);
 }
 
 }  // namespace
@@ -58,6 +61,7 @@ sample_spec spec_of(example_tensors const& first) {
 }
 
 void copy_example(example_tensors const& example, sample_view out, std::size_t index) {
+  ::torch::NoGradGuard const no_grad;  // a tensor that requires grad is copied as plain values
   auto const& spec = out.spec();
   copy_field(example.data, spec[0], out, 0, index);
   if (spec.size() > 1) copy_field(example.target, spec[1], out, 1, index);

@@ -98,13 +98,14 @@ tensor_batch to_tensors(batch&& b) {
   out.names.reserve(lease->fields());
   for (std::size_t f = 0; f < lease->fields(); ++f) {
     tensor_view const view = lease->field(f);
-    std::vector<std::int64_t> const shape(view.shape().begin(), view.shape().end());
+    auto const shape = view.shape();
     auto options = ::torch::TensorOptions{}.dtype(to_torch_dtype(view.type()));
     options = view.device() >= 0
                   ? options.device(::torch::kCUDA, static_cast<c10::DeviceIndex>(view.device()))
                   : options.device(::torch::kCPU);
     out.fields.push_back(::torch::from_blob(
-        view.data(), shape, [lease](void*) mutable { lease.reset(); }, options));
+        view.data(), c10::IntArrayRef{shape.data(), shape.size()},
+        [lease](void*) mutable { lease.reset(); }, options));
     out.names.emplace_back(view.name());
   }
   if (!out.fields.empty()) out.data = out.fields[0];

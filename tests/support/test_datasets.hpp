@@ -11,6 +11,7 @@
 // - lifetime_counter: counts live instances, for leak checks.
 // - process probes: threads (/proc/self/task), open fds (/proc/self/fd), RSS (VmRSS).
 // - reference_plan: an independent, brute-force cut of an epoch into batches and steps.
+// - nested_message: the message of the exception nested in a sample_error.
 
 #include <gtest/gtest.h>
 
@@ -22,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -602,6 +604,19 @@ inline bool contains_token(std::string_view text, std::string_view token) {
     if (left_ok && right_ok) return true;
   }
   return false;
+}
+
+/// Rethrows the exception nested in `e` (a sample_error's cause) and returns its message;
+/// "<nothing nested>" when there is none, "<non-std>" for a non-std exception.
+inline std::string nested_message(std::exception const& e) {
+  try {
+    std::rethrow_if_nested(e);
+  } catch (std::exception const& inner) {
+    return inner.what();
+  } catch (...) {
+    return "<non-std>";
+  }
+  return "<nothing nested>";
 }
 
 /// Base options for loader tests: quiet, small, deterministic.

@@ -80,12 +80,11 @@ TEST(batch_size_test, OtherErrorsPropagate) {
 
 TEST(batch_size_test, RealModelForwardAndBackwardUpToTheMaximum) {
   torch::nn::Linear model{8, 2};
-  auto const before = model->weight.clone();
   auto const r = gt::find_batch_size(model, {8}, torch::kFloat, {.start = 2, .max = 64});
   EXPECT_EQ(r.largest_fit, 64U);
   EXPECT_TRUE(r.hit_max);
-  EXPECT_TRUE(torch::equal(model->weight, before));  // no step was taken
-  ASSERT_TRUE(model->weight.grad().defined() == false ||
+  // The trials' backward passes leave no gradient behind (find_batch_size zeroes them).
+  EXPECT_TRUE(model->weight.grad().defined() == false ||
               model->weight.grad().abs().sum().item<float>() == 0.0F);
 }
 

@@ -8,6 +8,14 @@ namespace gpufeed::cuda {
 
 /// @brief An event on the current device; created with `cudaEventDisableTiming` unless
 /// `timing` is asked for, since timing events make every wait on them slower.
+///
+/// The exception is the CUDA stage's per-slot *done* event (src/cuda/cuda_stage.cpp): consumers
+/// wait on it, yet it is a timing event, because it also ends the timing of each copy's work on
+/// the copy stream (`elapsed_ms(copied, done)`: the transforms after the H2D copy), so one event
+/// is recorded where an ordering event and a timing event would otherwise both be. It is kept
+/// so because that ordering (timing events read under the slot's timing lock) is the one proven
+/// on a GPU; a split into an ordering *done* and a separate timing mark waits until a GPU can
+/// verify it.
 class cuda_event {
  public:
   enum class kind : bool { ordering, timing };

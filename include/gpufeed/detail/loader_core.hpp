@@ -38,7 +38,6 @@ struct alignas(64) worker_activity {
   std::atomic<slot const*> on{nullptr};  // the slot of the read in progress, or null
   std::atomic<std::size_t> index{0};     // the sample being read
   std::atomic<std::int64_t> since_ns{0};
-  std::atomic<std::uint64_t> reads{0};
   latency_histogram read_time;       // per dataset::read
   latency_histogram slot_wait_time;  // per idle spell with no free slot
 };
@@ -68,6 +67,8 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   /// Writes the recorded stage spans as Trace Event Format JSON.
   /// @throws logic_error when loader_options::trace_events is 0.
   void write_trace(std::ostream& out) const;
+  /// @throws logic_error (as write_trace) when loader_options::trace_events is 0.
+  void expect_tracing() const;
   /// Gives a leased slot back. Called by `batch`.
   void release(slot* s) noexcept;
 
@@ -96,13 +97,24 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
 
   /// Slots of the active depth that are not free (assigned, ready or leased).
   [[nodiscard]] bool depth_full_locked() const noexcept;
-  /// The autotuner's step, at the end of next(): every autotune.window_batches deliveries it
-  /// decides from the window's measurements and applies the change. Returns the log line of a
-  /// change (logged by the caller once the lock is released), or an empty string.
-  [[nodiscard]] std::string tune_locked();
-  /// Sums of the workers' read and slot-wait times so far (all threads).
-  [[nodiscard]] std::int64_t read_ns_total() const noexcept;
-  [[nodiscard]] std::int64_t slot_wait_ns_total() const noexcept;
+  /// The autotuner's step, at the end of next(), `now` (steady_ns()) being the delivery's time:
+  /// every autotune.window_batches deliveries it decides from the window's measurements and
+  /// applies the change. Returns the log line of a change, or an empty string.
+  [[nodiscard]] std::string tune_locked(std::int64_t now);
+  /// Makes `workers` and `depth` the active settings (an autotune change) and returns the line
+  /// to log; the caller logs it once the lock is released.
+  [[nodiscard]] std::string apply_locked(unsigned workers, std::size_t depth,
+                                         std::string const& reason);
+  /// The workers' read and slot-wait times so far, each summed over all threads.
+  struct worker_totals {
+    std::int64_t read_ns = 0;
+    std::int64_t slot_wait_ns = 0;
+  };
+  [[nodiscard]] worker_totals worker_totals_now() const noexcept;
+  /// The sum of next()'s waits so far.
+  [[nodiscard]] std::int64_t consumer_wait_ns_locked() const noexcept {
+    return static_cast<std::int64_t>(consumer_wait_time_.total_ns());
+  }
 
   void worker_main(unsigned worker);
   void spin_for_work(std::unique_lock<std::mutex>& lock);
@@ -163,15 +175,14 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   std::uint64_t skipped_ = 0;
   std::uint64_t failed_batches_ = 0;
   std::vector<std::size_t> skipped_list_;
-  std::int64_t consumer_wait_ns_ = 0;
+  // next()'s waits (record_exclusive: written only under mutex_); total_ns() is their sum.
+  latency_histogram consumer_wait_time_;
   double ready_sum_ = 0;
   std::int64_t first_batch_ns_ = 0;  // since started_; 0 until the first batch
   std::int64_t first_wait_ns_ = 0;
   std::vector<ring_sample> ring_history_;  // capacity reserved at construction
   std::int64_t ring_interval_ns_;
   std::int64_t ring_next_ns_ = 0;  // since started_
-  // Written by the consumer only (under mutex_), read by snapshot() without it.
-  latency_histogram consumer_wait_time_;
 };
 
 }  // namespace gpufeed::detail

@@ -37,7 +37,6 @@ class trace_recorder {
   /// "worker N", thread `workers` "consumer". Safe while others record.
   void write(std::ostream& out, std::int64_t origin_ns, unsigned workers) const;
 
-  [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
   /// Spans recorded so far, those overwritten included.
   [[nodiscard]] std::uint64_t recorded() const noexcept {
     return next_.load(std::memory_order_relaxed);

@@ -55,7 +55,8 @@ class data_loader_options {
   data_loader_options& batch_size(std::size_t value);
   [[nodiscard]] std::size_t batch_size() const noexcept { return options_.batch_size; }
   /// @brief Worker threads. libtorch's 0 (load in the calling thread) becomes 1 worker: gpufeed
-  /// always prepares batches ahead of the training step.
+  /// always prepares batches ahead of the training step. `gpufeed::auto_workers` (or anything
+  /// above the largest `unsigned`) lets the loader choose.
   data_loader_options& workers(std::size_t value);
   [[nodiscard]] std::size_t workers() const noexcept { return options_.workers; }
   /// @brief Drop a last batch with fewer than batch_size samples.
@@ -82,6 +83,7 @@ class data_loader_options {
   [[nodiscard]] std::optional<bool> shuffle() const noexcept { return shuffle_; }
   /// @brief Put batches on this CUDA device (needs gpufeed::torch built with CUDA). Tensors are
   /// then device tensors, and each `next()` makes torch's current stream wait for the copy.
+  /// Written for torch 2.x with CUDA; compiled only against CPU libtorch, not yet run on a GPU.
   data_loader_options& device(int cuda_device);
   /// @brief What a failing `get()` does: raise (default) or skip and count.
   data_loader_options& on_error(error_policy value);
@@ -102,7 +104,7 @@ class data_loader_options {
 class data_loader {
  public:
   /// @throws logic_error for bad options (the message names the option).
-  data_loader(std::shared_ptr<gpufeed::dataset const> dataset, data_loader_options options);
+  data_loader(std::shared_ptr<gpufeed::dataset const> dataset, data_loader_options const& options);
 
   /// @brief The next batch of the epoch, or nullopt at its end (the following call starts the
   /// next epoch). On the CUDA path torch's current stream waits for the batch's copy.
@@ -119,10 +121,8 @@ class data_loader {
 
   /// @brief The gpufeed loader underneath: stats, state/restore, set_epoch.
   [[nodiscard]] gpufeed::loader& loader() noexcept { return loader_; }
-  [[nodiscard]] data_loader_options const& options() const noexcept { return options_; }
 
  private:
-  data_loader_options options_;
   gpufeed::loader loader_;
 };
 
@@ -145,8 +145,7 @@ template <class Sampler = ::torch::data::samplers::RandomSampler, class Dataset>
 requires(!std::is_convertible_v<Dataset, std::shared_ptr<gpufeed::dataset const>>)
     std::unique_ptr<data_loader> make_data_loader(Dataset dataset, data_loader_options options) {
   options = detail::with_sampler<Sampler>(std::move(options));
-  auto adapted = std::make_shared<dataset_adapter<Dataset>>(
-      std::move(dataset), static_cast<unsigned>(options.workers()));
+  auto adapted = std::make_shared<dataset_adapter<Dataset>>(std::move(dataset));
   return std::make_unique<data_loader>(std::move(adapted), std::move(options));
 }
 
