@@ -119,6 +119,12 @@ TEST(sample_spec_test, DtypeSizesAndNames) {
   static_assert(gpufeed::dtype_matches<std::uint16_t>(dtype::bf16));
   static_assert(gpufeed::dtype_matches<std::byte>(dtype::i64));
   static_assert(!gpufeed::dtype_matches<std::int32_t>(dtype::u16));
+  // bool: one byte, NumPy's and torch's name; written as bool or as uint8.
+  EXPECT_EQ(gpufeed::size_of(dtype::boolean), 1U);
+  EXPECT_EQ(gpufeed::to_string(dtype::boolean), "bool");
+  static_assert(gpufeed::dtype_matches<bool>(dtype::boolean));
+  static_assert(gpufeed::dtype_matches<std::uint8_t>(dtype::boolean));
+  static_assert(!gpufeed::dtype_matches<bool>(dtype::u8));
 }
 
 TEST(sample_spec_test, SlotLayoutAlignsEachField) {

@@ -192,6 +192,8 @@ TEST(stats_export_test, JsonLineParsesWithStableFields) {
                           "autotuned",
                           "worker_threads",
                           "ring_capacity",
+                          "ring_grown",
+                          "ring_max_slots",
                           "autotune_changes",
                           "autotune_last_change_batch",
                           "ring_ready",

@@ -9,6 +9,7 @@
 #include "gpufeed/datasets/synthetic.hpp"
 #include "gpufeed/diagnosis.hpp"
 #include "gpufeed/dtype.hpp"
+#include "gpufeed/epoch_order.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/loader.hpp"
 #include "gpufeed/log.hpp"
