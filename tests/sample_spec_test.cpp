@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -135,6 +136,96 @@ TEST(sample_spec_test, SlotLayoutAlignsEachField) {
     end = layout.field_offset(f) + 5 * spec[f].bytes();
   }
   EXPECT_GE(layout.slot_bytes(), end);
+}
+
+// The message of the logic_error `action` throws (a failure when it throws nothing).
+std::string logic_error_of(auto&& action) {
+  try {
+    action();
+  } catch (gpufeed::logic_error const& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no logic_error";
+  return {};
+}
+
+void expect_mentions(std::string const& what, std::vector<std::string> const& parts) {
+  for (auto const& part : parts) EXPECT_NE(what.find(part), std::string::npos) << what;
+}
+
+constexpr std::int64_t two_to_31 = std::int64_t{1} << 31;
+constexpr std::int64_t two_to_32 = std::int64_t{1} << 32;
+
+// Before sizes were checked, these wrapped: 2^32 x 2^32 elements to 0, and 2^62 float32
+// elements to 0 bytes, so a loader made a zero-byte slot for a field that claimed 16 EiB.
+TEST(sample_spec_test, ElementCountThatOverflowsIsRefusedNamingTheField) {
+  sample_spec spec;
+  spec.add("ok", dtype::u8, {2});
+  expect_mentions(logic_error_of([&] {
+                    spec.add("huge", dtype::u8, {two_to_32, two_to_32});
+                  }),
+                  {"'huge'", "[4294967296,4294967296]", "element count", "4294967296 x"});
+  EXPECT_EQ(spec.size(), 1U);  // a refused field is not added
+  EXPECT_EQ(spec.bytes_per_sample(), 2U);
+}
+
+TEST(sample_spec_test, ByteCountThatOverflowsIsRefusedNamingTheField) {
+  // 2^62 elements fit in a size_t; 2^62 x 4 bytes do not.
+  expect_mentions(logic_error_of([] {
+                    sample_spec{}.add("wide", dtype::f32, {two_to_31, two_to_31});
+                  }),
+                  {"'wide'", "bytes", "float32", "4611686018427387904 x 4"});
+  expect_mentions(
+      logic_error_of([] {
+        sample_spec{std::vector<gpufeed::field>{{"wide", dtype::f64, {two_to_31, two_to_31}}}};
+      }),
+      {"'wide'", "float64"});
+}
+
+TEST(sample_spec_test, SampleBytesThatOverflowAreRefused) {
+  // Each field is 2^63 bytes, which fits; the two together do not.
+  sample_spec spec;
+  spec.add("a", dtype::u8, {two_to_31, two_to_32});
+  EXPECT_EQ(spec.bytes_per_sample(), std::size_t{1} << 63);
+  expect_mentions(logic_error_of([&] {
+                    spec.add("b", dtype::u8, {two_to_31, two_to_32});
+                  }),
+                  {"sample's bytes", "'b'", "9223372036854775808 + 9223372036854775808"});
+  EXPECT_EQ(spec.size(), 1U);
+  EXPECT_EQ(spec.bytes_per_sample(), std::size_t{1} << 63);
+}
+
+TEST(sample_spec_test, AFieldBuiltByHandIsCheckedWhereItIsSized) {
+  gpufeed::field const negative{"neg", dtype::u8, {4, -3}};
+  expect_mentions(logic_error_of([&] { (void)negative.elements(); }), {"'neg'", "-3"});
+  gpufeed::field const wide{"wide", dtype::i64, {two_to_31, two_to_31}};
+  EXPECT_EQ(wide.elements(), std::size_t{1} << 62);
+  expect_mentions(logic_error_of([&] { (void)wide.bytes(); }), {"'wide'", "int64"});
+  EXPECT_EQ((gpufeed::field{"empty", dtype::f32, {3, 0}}.bytes()), 0U);
+}
+
+TEST(sample_spec_test, SlotLayoutRefusesABatchThatOverflows) {
+  sample_spec spec;
+  spec.add("image", dtype::u8, {1 << 20}).add("label", dtype::i64, {});
+  expect_mentions(logic_error_of([&] {
+                    gpufeed::detail::slot_layout{spec, std::size_t{1} << 50};
+                  }),
+                  {"batch_size", "'image'", "1125899906842624 x 1048576"});
+  // Each region fits; rounded up to the alignment, the first one does not.
+  sample_spec const almost{
+      std::vector<gpufeed::field>{{"x", dtype::u8, {std::numeric_limits<std::int64_t>::max()}}}};
+  expect_mentions(logic_error_of([&] {
+                    gpufeed::detail::slot_layout{almost, 2};
+                  }),
+                  {"batch_size", "'x'"});
+  // Each field's region fits, their sum does not.
+  sample_spec two;
+  two.add("a", dtype::u8, {two_to_31, two_to_31}).add("b", dtype::u8, {two_to_31, two_to_31});
+  expect_mentions(logic_error_of([&] {
+                    gpufeed::detail::slot_layout{two, 3};
+                  }),
+                  {"regions of the fields up to 'b'", "batch_size 3"});
+  EXPECT_EQ((gpufeed::detail::slot_layout{two, 1}.slot_bytes()), std::size_t{1} << 63);
 }
 
 TEST(sample_spec_test, SampleViewAsChecksType) {
