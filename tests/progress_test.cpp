@@ -18,8 +18,8 @@
 #include "gpufeed/datasets/synthetic.hpp"
 #include "gpufeed/loader.hpp"
 #include "gpufeed/log.hpp"
-#include "gpufeed/monitor.hpp"
-#include "gpufeed/progress.hpp"
+#include "gpufeed/observe/monitor.hpp"
+#include "gpufeed/observe/progress.hpp"
 #include "gpufeed/stats.hpp"
 #include "support/log_capture.hpp"
 

@@ -13,6 +13,7 @@
 #include "gpufeed/detail/slot_layout.hpp"
 #include "gpufeed/dtype.hpp"
 #include "gpufeed/error.hpp"
+#include "gpufeed/sample_layout.hpp"
 #include "gpufeed/sample_spec.hpp"
 #include "gpufeed/sample_view.hpp"
 #include "gpufeed/tensor_view.hpp"
@@ -263,6 +264,34 @@ TEST(sample_spec_test, SampleViewAsChecksType) {
   std::int64_t value = 0;
   std::memcpy(&value, where, sizeof value);
   EXPECT_EQ(value, 1234);
+}
+
+TEST(sample_spec_test, SampleLayoutPlacesEachSampleInItsFieldsRegion) {
+  sample_spec spec;
+  spec.add("x", dtype::f32, {3}).add("y", dtype::i64, {});
+  gpufeed::sample_layout const layout{spec, 4};
+  EXPECT_EQ(layout.samples(), 4U);
+  EXPECT_EQ(layout.spec(), spec);
+  EXPECT_EQ(layout.field_bytes(0), 12U);
+  EXPECT_EQ(layout.field_offset(1) % gpufeed::sample_layout::alignment, 0U);
+  EXPECT_GE(layout.field_offset(1), 4U * 12U);
+  EXPECT_EQ(layout.used_bytes(4), layout.field_offset(1) + 4U * 8U);
+  std::vector<std::byte> block(layout.bytes());
+  for (std::size_t i = 0; i < 4; ++i) {
+    auto const view = layout.view(block.data(), i);
+    EXPECT_EQ(view.position(), i);
+    view.as<float>(0)[2] = static_cast<float>(i) + 0.5F;
+    view.as<std::int64_t>(1)[0] = 100 + static_cast<std::int64_t>(i);
+  }
+  for (std::size_t i = 0; i < 4; ++i) {
+    float x = 0;
+    std::int64_t y = 0;
+    std::memcpy(&x, block.data() + layout.field_offset(0) + i * 12 + 8, sizeof x);
+    std::memcpy(&y, block.data() + layout.field_offset(1) + i * 8, sizeof y);
+    EXPECT_EQ(x, static_cast<float>(i) + 0.5F) << i;
+    EXPECT_EQ(y, 100 + static_cast<std::int64_t>(i)) << i;
+  }
+  EXPECT_THROW((gpufeed::sample_layout{sample_spec{}, 4}), gpufeed::logic_error);
 }
 
 TEST(sample_spec_test, TensorViewShapeAndTypeChecks) {
