@@ -53,25 +53,27 @@ double thread_clock_cost_s() {
 
 // Times next() and release() of `batches` batches, the consumer holding each for `step` in
 // between. Before each, `prepare()` runs untimed; a batch it answers false for is not counted.
+// The consumer's CPU time is read around next() + release() only without a step (nothing but
+// the clock's own cost between them, as the hand-off alone is measured): a system call between
+// next() and release() would slow release() down.
 template <class Prepare>
 handoff_series time_handoffs(gpufeed::loader& source, std::size_t batches,
                              std::chrono::nanoseconds step, Prepare&& prepare) {
   handoff_series s;
-  double const clock_cost = thread_clock_cost_s();
+  bool const cpu = step.count() <= 0;
+  double const clock_cost = cpu ? thread_clock_cost_s() : 0.0;
   std::uint64_t const switches_before = observe::thread_involuntary_switches();
   for (std::size_t b = 0; b < batches; ++b) {
     bool const counted = prepare();
-    double const cpu0 = observe::thread_cpu_seconds();
+    double const cpu0 = cpu ? observe::thread_cpu_seconds() : 0.0;
     auto const t0 = bench_clock::now();
     auto batch = next_batch(source);
     auto const t1 = bench_clock::now();
-    double const cpu1 = observe::thread_cpu_seconds();
     run_step(step, /*spin=*/false);
-    double const cpu2 = observe::thread_cpu_seconds();
     auto const t2 = bench_clock::now();
     batch.release();
     auto const t3 = bench_clock::now();
-    double const cpu3 = observe::thread_cpu_seconds();
+    double const cpu1 = cpu ? observe::thread_cpu_seconds() : 0.0;
     if (!counted) {
       ++s.excluded;
       continue;
@@ -79,7 +81,7 @@ handoff_series time_handoffs(gpufeed::loader& source, std::size_t batches,
     s.next_us.push_back(1e6 * seconds_between(t0, t1));
     s.release_us.push_back(1e6 * seconds_between(t2, t3));
     s.handoff_us.push_back(s.next_us.back() + s.release_us.back());
-    s.cpu_us.push_back(1e6 * std::max(0.0, cpu1 - cpu0 + cpu3 - cpu2 - 2 * clock_cost));
+    if (cpu) s.cpu_us.push_back(1e6 * std::max(0.0, cpu1 - cpu0 - clock_cost));
   }
   s.involuntary_switches = observe::thread_involuntary_switches() - switches_before;
   return s;
@@ -93,7 +95,7 @@ handoff_figures figures_of(handoff_series const& s) {
           percentile(s.handoff_us, 100),
           mean(s.next_us),
           mean(s.release_us),
-          mean(s.cpu_us),
+          s.cpu_us.empty() ? -1.0 : mean(s.cpu_us),  // -1: not measured
           static_cast<double>(s.involuntary_switches) / measured,
           s.handoff_us.size(),
           s.excluded};
@@ -119,7 +121,9 @@ json to_json(std::vector<handoff_figures> const& runs) {
           {"max_us", maxima.empty() ? 0.0 : *std::max_element(maxima.begin(), maxima.end())},
           {"next_us", median(each(&handoff_figures::next))},
           {"release_us", median(each(&handoff_figures::release))},
-          {"consumer_cpu_us", median(each(&handoff_figures::cpu))},
+          {"consumer_cpu_us", runs.empty() || runs.front().cpu < 0
+                                  ? json(nullptr)
+                                  : json(median(each(&handoff_figures::cpu)))},
           {"involuntary_switches_per_batch", median(each(&handoff_figures::switches))},
           {"batches_measured", measured},
           {"batches_excluded", excluded}};
