@@ -55,6 +55,14 @@ std::string describe(What const& what) {
                         "); make it smaller",
                     where.file_name(), static_cast<int>(where.line()));
 }
+
+// The result of a try_ function, or the logic_error that says what overflowed.
+template <class What>
+std::size_t value_or_throw(std::optional<std::size_t> result, std::size_t a, char op, std::size_t b,
+                           What const& what, std::source_location const& where) {
+  if (result) return *result;
+  overflow(describe(what), a, op, b, where);
+}
 }  // namespace checked_math_detail
 
 /// `a * b`. @throws logic_error "<what>: a x b is more than the largest size ..." on overflow.
@@ -62,8 +70,7 @@ template <class What>
 [[nodiscard]] std::size_t checked_mul(
     std::size_t a, std::size_t b, What const& what,
     std::source_location where = std::source_location::current()) {
-  if (auto const product = try_mul(a, b)) return *product;
-  checked_math_detail::overflow(checked_math_detail::describe(what), a, 'x', b, where);
+  return checked_math_detail::value_or_throw(try_mul(a, b), a, 'x', b, what, where);
 }
 
 /// `a + b`. @throws logic_error "<what>: a + b is more than the largest size ..." on overflow.
@@ -71,8 +78,7 @@ template <class What>
 [[nodiscard]] std::size_t checked_add(
     std::size_t a, std::size_t b, What const& what,
     std::source_location where = std::source_location::current()) {
-  if (auto const sum = try_add(a, b)) return *sum;
-  checked_math_detail::overflow(checked_math_detail::describe(what), a, '+', b, where);
+  return checked_math_detail::value_or_throw(try_add(a, b), a, '+', b, what, where);
 }
 
 /// `bytes` rounded up to a multiple of `multiple` (more than 0).
