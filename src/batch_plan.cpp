@@ -3,12 +3,21 @@
 #include <algorithm>
 #include <string>
 
+#include "gpufeed/detail/checked_math.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed {
 
 namespace {
 // Batches kept out of `raw` micro-batches: whole steps, plus the short last one when kept.
+// A step's samples (accumulation_steps x batch_size at most) are counted in step_info and
+// compared with that product: it must fit.
+void expect_step_fits(std::size_t batch_size, std::size_t accumulation_steps) {
+  (void)detail::checked_mul(accumulation_steps, batch_size,
+                            "loader_options::accumulation_steps x batch_size (the samples of one "
+                            "optimizer step)");
+}
+
 std::size_t kept_batches(std::size_t raw, std::size_t accumulation, tail_policy last_step) {
   auto const whole = raw - raw % accumulation;
   return last_step == tail_policy::keep ? raw : whole;
@@ -21,6 +30,7 @@ batch_plan::batch_plan(std::size_t shard_size, std::size_t batch_size,
     : shard_size_{shard_size}, batch_size_{batch_size}, accumulation_{accumulation_steps} {
   GPUFEED_EXPECTS(batch_size >= 1, "batch_size must be at least 1");
   GPUFEED_EXPECTS(accumulation_steps >= 1, "accumulation_steps must be at least 1");
+  expect_step_fits(batch_size, accumulation_steps);
   auto const partial = shard_size % batch_size != 0 && last_batch == tail_policy::keep;
   auto const raw = shard_size / batch_size + (partial ? 1 : 0);
   batches_ = kept_batches(raw, accumulation_, last_step);
@@ -32,6 +42,7 @@ batch_plan::batch_plan(std::span<std::size_t const> batch_sizes, std::size_t bat
     : shard_size_{0}, batch_size_{batch_size}, accumulation_{accumulation_steps} {
   GPUFEED_EXPECTS(batch_size >= 1, "batch_size must be at least 1");
   GPUFEED_EXPECTS(accumulation_steps >= 1, "accumulation_steps must be at least 1");
+  expect_step_fits(batch_size, accumulation_steps);
   batches_ = kept_batches(batch_sizes.size(), accumulation_, last_step);
   steps_ = (batches_ + accumulation_ - 1) / accumulation_;
   offsets_.reserve(batches_ + 1);

@@ -65,6 +65,7 @@ std::string to_json(stats const& s) {
     o.integer("slot_bytes", s.slot_bytes);
     o.integer("host_bytes", s.host_bytes);
     o.integer("pinned_bytes", s.pinned_bytes);
+    o.integer("bookkeeping_bytes", s.bookkeeping_bytes);
     o.text("staging", s.staging);
     o.signed_integer("device", s.device);
     o.integer("device_bytes", s.device_bytes);

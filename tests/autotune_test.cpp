@@ -313,7 +313,7 @@ TEST(autotune_test, NeverExceedsTheThreadCapOrTheMemoryBudget) {
   auto const start = source.snapshot();
   EXPECT_EQ(start.worker_threads, 3U);
   EXPECT_EQ(start.ring_capacity, 3U);
-  EXPECT_LE(start.host_bytes, *o.autotune.memory_budget);
+  EXPECT_LE(start.host_bytes + start.bookkeeping_bytes, *o.autotune.memory_budget);
   ASSERT_LT(start.workers, 3U);  // so that the tuner has to push against the cap
   // Reads far slower than the consumer, in bursts: the tuner adds workers up to the cap, and
   // what it moves stays within the bounds after every batch.
@@ -322,12 +322,34 @@ TEST(autotune_test, NeverExceedsTheThreadCapOrTheMemoryBudget) {
     most_workers = std::max(most_workers, s.workers);
     EXPECT_LE(s.workers, 3U);
     EXPECT_LE(s.ring_slots, 3U);
-    EXPECT_LE(s.host_bytes, *o.autotune.memory_budget);
+    EXPECT_LE(s.host_bytes + s.bookkeeping_bytes, *o.autotune.memory_budget);
   };
   consume(
       source, 120, 10, [](std::size_t i) { return i % 10 == 9 ? 20ms : 0ms; }, check);
   EXPECT_EQ(most_workers, 3U) << "the tuner never reached the cap: "
                               << source.snapshot().to_string();
+}
+
+TEST(autotune_test, TheMemoryBudgetCountsEachSlotsPerSampleLists) {
+  // One-byte samples: a slot's batch is 256 bytes (128 samples, padded), its per-sample lists
+  // 128 x 24 bytes. A budget of three slots' whole footprint gives three slots; counting the
+  // batch alone (as it once did) gave the 16 of max_depth, over twelve times the budget.
+  // in_memory reads the vector in place: it must outlive the loader.
+  std::vector<std::uint8_t> const bytes(4096);
+  auto data = std::make_shared<gpufeed::in_memory>(4096);
+  data->add<std::uint8_t>("x", {1}, bytes);
+  loader_options o;
+  o.batch_size = 128;
+  o.workers = 1;
+  o.prefetch_depth = gpufeed::auto_depth;
+  std::size_t const per_slot = 256 + 128 * 24;
+  o.autotune.memory_budget = 3 * per_slot;
+  gpufeed::loader source{data, o};
+  auto const s = source.snapshot();
+  EXPECT_EQ(s.slot_bytes, 256U);
+  EXPECT_EQ(s.bookkeeping_bytes, s.ring_capacity * 128 * 24);
+  EXPECT_EQ(s.ring_capacity, 3U);
+  EXPECT_LE(s.host_bytes + s.bookkeeping_bytes, *o.autotune.memory_budget);
 }
 
 TEST(autotune_test, ManualSettingsAreUntouched) {

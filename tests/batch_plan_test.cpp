@@ -245,3 +245,28 @@ TEST(batch_plan_test, ExplicitSizesOutOfRangeAreRefused) {
     EXPECT_NE(std::string{e.what()}.find("batch 1 has 5 samples"), std::string::npos) << e.what();
   }
 }
+
+TEST(batch_plan_test, AStepWhoseSamplesOverflowIsRefused) {
+  // accumulation_steps x batch_size is a step's sample count (step_info::short_step compares
+  // with it); 2^32 x 2^32 once wrapped to 0, and every step was marked short.
+  std::size_t const big = std::size_t{1} << 32;
+  for (auto const &make : {+[](std::size_t b, std::size_t k) {
+                             return batch_plan{10, b, k, tail_policy::keep, tail_policy::keep};
+                           },
+                           +[](std::size_t b, std::size_t k) {
+                             std::vector<std::size_t> const sizes{3, 3};
+                             return batch_plan{sizes, b, k, tail_policy::keep};
+                           }}) {
+    try {
+      (void)make(big, big);
+      ADD_FAILURE() << "accumulation_steps x batch_size = 2^64 was accepted";
+    } catch (gpufeed::logic_error const& e) {
+      std::string const what = e.what();
+      EXPECT_NE(what.find("loader_options::accumulation_steps x batch_size"), std::string::npos)
+          << what;
+      EXPECT_NE(what.find("4294967296 x 4294967296"), std::string::npos) << what;
+    }
+    auto const fits = make(big, big / 2);
+    EXPECT_FALSE(fits.step(0).short_step && fits.batches() == 0);
+  }
+}

@@ -45,9 +45,15 @@ void expect_epoch_with_errors(loader& l, std::size_t n, loader_options const& o,
                       << (b ? "" : " (as the end of the epoch)");
         continue;
       } catch (gpufeed::sample_error const& e) {
-        EXPECT_TRUE(failing.contains(e.index())) << "sample_error names index " << e.index();
-        EXPECT_NE(std::find(want[s].begin(), want[s].end(), e.index()), want[s].end())
-            << "sample_error names index " << e.index() << ", which is not in this batch";
+        // Every failed sample of the batch, in batch order; the first one's in index() & co.
+        std::vector<std::size_t> want_failed;
+        for (auto i : want[s]) {
+          if (failing.contains(i)) want_failed.push_back(i);
+        }
+        std::vector<std::size_t> reported;
+        for (auto const& f : e.failures()) reported.push_back(f.index);
+        EXPECT_EQ(reported, want_failed);
+        EXPECT_EQ(e.index(), want_failed.front());
         EXPECT_EQ(e.epoch(), epoch);
         EXPECT_LT(e.worker(), o.workers);
         std::string what = e.what();
@@ -185,15 +191,40 @@ TEST(loader_errors_test, NonStdExceptionIsWrapped) {
   EXPECT_EQ(b->sequence(), 1U);
 }
 
-TEST(loader_errors_test, SeveralFailuresInOneBatchRaiseOnce) {
-  auto data = std::make_shared<failing_dataset>(12, std::set<std::size_t>{4, 6, 7});
+TEST(loader_errors_test, SeveralFailuresInOneBatchRaiseOnceNamingEach) {
+  // It once named only the first failed sample; the others were lost.
+  auto data =
+      std::make_shared<failing_dataset>(12, std::set<std::size_t>{4, 6, 7}, failure_kind::file);
   loader l{data, small_options(4, 3)};
   ASSERT_TRUE(l.next().has_value());
   try {
     (void)l.next();
     FAIL() << "batch 1 has three failing samples";
   } catch (gpufeed::sample_error const& e) {
-    EXPECT_TRUE(e.index() == 4 || e.index() == 6 || e.index() == 7) << e.index();
+    EXPECT_EQ(e.index(), 4U) << "the first failed sample, in batch order";
+    EXPECT_EQ(e.file(), failure_path(4));
+    EXPECT_EQ(nested_message(e), failure_path(4) + ": " + failure_message(4))
+        << "the first failure's cause is nested";
+    ASSERT_EQ(e.failures().size(), 3U);
+    std::string const what = e.what();
+    EXPECT_NE(what.find("3 samples of one batch failed"), std::string::npos) << what;
+    for (std::size_t k = 0; k < 3; ++k) {
+      auto const& f = e.failures()[k];
+      std::size_t const index = std::vector<std::size_t>{4, 6, 7}[k];
+      SCOPED_TRACE(::testing::Message() << "failure " << k);
+      EXPECT_EQ(f.index, index);
+      EXPECT_EQ(f.epoch, 0U);
+      EXPECT_LT(f.worker, 3U);
+      EXPECT_EQ(f.file, failure_path(index));
+      EXPECT_NE(f.message.find(failure_message(index)), std::string::npos) << f.message;
+      try {
+        std::rethrow_exception(f.cause);
+      } catch (gpufeed::file_error const& cause) {
+        EXPECT_EQ(cause.path(), failure_path(index));
+      }
+      EXPECT_NE(what.find(failure_path(index)), std::string::npos) << what;
+      EXPECT_NE(what.find(failure_message(index)), std::string::npos) << what;
+    }
   }
   auto b = l.next();
   ASSERT_TRUE(b.has_value());
@@ -201,6 +232,26 @@ TEST(loader_errors_test, SeveralFailuresInOneBatchRaiseOnce) {
   EXPECT_TRUE(echo_content_matches(*b, 0));
   EXPECT_FALSE(l.next().has_value());
   EXPECT_EQ(l.snapshot().failed_batches, 1U);
+}
+
+TEST(loader_errors_test, AWholeBatchFailingListsEverySampleAndNamesTheFirstEight) {
+  std::set<std::size_t> failing;
+  for (std::size_t i = 12; i < 24; ++i) failing.insert(i);
+  auto data = std::make_shared<failing_dataset>(24, failing);
+  loader l{data, small_options(12, 4)};
+  ASSERT_TRUE(l.next().has_value());
+  try {
+    (void)l.next();
+    FAIL() << "every sample of batch 1 fails";
+  } catch (gpufeed::sample_error const& e) {
+    ASSERT_EQ(e.failures().size(), 12U);
+    for (std::size_t k = 0; k < 12; ++k) EXPECT_EQ(e.failures()[k].index, 12 + k);
+    std::string const what = e.what();
+    EXPECT_NE(what.find("12 samples of one batch failed"), std::string::npos) << what;
+    EXPECT_NE(what.find(failure_message(19)), std::string::npos) << what;
+    EXPECT_EQ(what.find(failure_message(20)), std::string::npos) << "more than 8 listed";
+    EXPECT_NE(what.find("and 4 more"), std::string::npos) << what;
+  }
 }
 
 TEST(loader_errors_test, FailureInLastBatchThenEpochEnds) {

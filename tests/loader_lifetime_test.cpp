@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <future>
 #include <memory>
 #include <optional>
 #include <set>
@@ -13,6 +14,9 @@
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "gpufeed/gpufeed.hpp"
 #include "support/log_capture.hpp"
@@ -160,11 +164,17 @@ TEST(loader_lifetime_test, HeldBatchesGrowTheRingWithOneWarning) {
 }
 
 TEST(loader_lifetime_test, HeldBatchesStopAtTheBudgetWithAClearError) {
-  auto data = std::make_shared<echo_dataset>(80, 40);
-  auto o = small_options(4, 2);
+  // Small samples in large batches: each slot's per-sample lists (24 bytes a sample) weigh as
+  // much as its batch, and the budget must count them (it once counted the batch alone, and let
+  // the ring grow to 8 slots here).
+  auto data = std::make_shared<echo_dataset>(640);
+  auto o = small_options(64, 2);
   o.prefetch_depth = 2;
-  std::size_t const slot_bytes = loader{data, o}.snapshot().slot_bytes;
-  o.held_batches_budget = 5 * slot_bytes;  // room for five slots
+  auto const probe = loader{data, o}.snapshot();
+  auto const per_slot = probe.slot_bytes + probe.bookkeeping_bytes / probe.ring_capacity;
+  ASSERT_EQ(probe.bookkeeping_bytes, probe.ring_capacity * 64 * 24);
+  o.held_batches_budget = 5 * per_slot;  // room for five slots, lists included
+  ASSERT_GE(*o.held_batches_budget / probe.slot_bytes, 8U) << "the test tells nothing";
   loader l{data, o};
   std::vector<gpufeed::batch> held;
   for (std::size_t i = 0; i < 5; ++i) {
@@ -180,13 +190,15 @@ TEST(loader_lifetime_test, HeldBatchesStopAtTheBudgetWithAClearError) {
     EXPECT_TRUE(contains_token(what, "held_batches_budget")) << what;
     EXPECT_NE(what.find("limit of 5 slots"), std::string::npos) << what;
   }
-  EXPECT_EQ(l.snapshot().ring_capacity, 5U);
+  auto const st = l.snapshot();
+  EXPECT_EQ(st.ring_capacity, 5U);
+  EXPECT_LE(st.host_bytes + st.bookkeeping_bytes, *o.held_batches_budget);
   // Releasing one lets the epoch go on, in order.
   held.erase(held.begin());
   auto b = l.next();
   ASSERT_TRUE(b.has_value());
   EXPECT_EQ(b->sequence(), 5U);
-  EXPECT_TRUE(echo_content_matches(*b, 40));
+  EXPECT_TRUE(echo_content_matches(*b, 0));
 }
 
 TEST(loader_lifetime_test, RingThatGrewKeepsDeliveringInOrderAfterTheBatchesGo) {
@@ -485,6 +497,148 @@ TEST(loader_lifetime_test, NoLostWakeUpsAroundTheIdlePollWindow) {
       b->release();
       std::this_thread::sleep_for(paces[i % std::size(paces)]);
     }
-    EXPECT_GT(delivered, 0U);
+    // 240 calls over epochs of 20 batches (19 of 5 samples and one of 2) and their ends: 11
+    // whole epochs (231 calls, 1067 samples), then 9 batches more.
+    EXPECT_EQ(delivered, 11U * 97U + 9U * 5U) << "workers " << workers;
   }
+}
+
+// ------------------------------------------------------------------------------------------------
+// No log call while the loader's mutex is held: a log line can take milliseconds (a slow sink, a
+// full pipe), and workers, the consumer and snapshot() would all wait for it.
+
+namespace {
+
+// On each message from gpufeed, checks from another thread that the loader's mutex is free: the
+// probe takes a snapshot (which needs that mutex) and the sink waits for it. A message logged
+// with the mutex held stops the probe until the sink returns, so it never finishes in time, and
+// the message is kept as evidence.
+class mutex_probe_sink final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  void watch(gpufeed::loader const* l) { target_.store(l); }
+  // Joins the probes still running: call once the loader's calls have returned.
+  void join_probes() {
+    std::lock_guard const lock{mutex_};
+    for (auto& t : probes_) t.join();
+    probes_.clear();
+  }
+  std::vector<std::string> under_lock() {
+    std::lock_guard const lock{mutex_};
+    return under_lock_;
+  }
+  std::vector<std::string> probed() {
+    std::lock_guard const lock{mutex_};
+    return probed_;
+  }
+
+ protected:
+  void sink_it_(spdlog::details::log_msg const& message) override {
+    auto const* l = target_.load();
+    if (l == nullptr || !under_lock_.empty()) return;  // one piece of evidence is enough
+    std::string text{message.payload.data(), message.payload.size()};
+    auto done = std::make_shared<std::promise<void>>();
+    auto finished = done->get_future();
+    probes_.emplace_back([l, done] {
+      (void)l->snapshot();
+      done->set_value();
+    });
+    if (finished.wait_for(std::chrono::seconds{20}) != std::future_status::ready) {
+      under_lock_.push_back(text);
+    }
+    probed_.push_back(std::move(text));
+  }
+  void flush_() override {}
+
+ private:
+  std::atomic<gpufeed::loader const*> target_{nullptr};
+  std::vector<std::thread> probes_;
+  std::vector<std::string> probed_;
+  std::vector<std::string> under_lock_;
+};
+
+// Attaches a probe sink to gpufeed's logger for its lifetime (at info level).
+class probed_log {
+ public:
+  probed_log() : sink_{std::make_shared<mutex_probe_sink>()} {
+    gpufeed::set_log_level("info");
+    gpufeed::logger()->sinks().push_back(sink_);
+  }
+  ~probed_log() {
+    sink_->join_probes();
+    auto& sinks = gpufeed::logger()->sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+  }
+  probed_log(probed_log const&) = delete;
+  probed_log& operator=(probed_log const&) = delete;
+  mutex_probe_sink& sink() { return *sink_; }
+
+ private:
+  std::shared_ptr<mutex_probe_sink> sink_;
+};
+
+std::size_t containing(std::vector<std::string> const& lines, std::string const& text) {
+  return static_cast<std::size_t>(std::count_if(lines.begin(), lines.end(), [&](auto const& l) {
+    return l.find(text) != std::string::npos;
+  }));
+}
+
+}  // namespace
+
+TEST(loader_lifetime_test, NoLogCallWhileTheLoaderMutexIsHeld) {
+  using namespace std::chrono_literals;
+  probed_log log;
+  {  // skipped samples (once logged with the mutex held)
+    auto data = std::make_shared<failing_dataset>(40, std::set<std::size_t>{2, 9, 30});
+    auto o = small_options(4, 2);
+    o.on_error = gpufeed::error_policy::skip;
+    loader l{data, o};
+    log.sink().watch(&l);
+    (void)drain_epoch(l);
+    log.sink().watch(nullptr);
+    log.sink().join_probes();
+  }
+  {  // a stall warning, then held batches growing the ring
+    auto g = std::make_shared<gate>();
+    auto data = std::make_shared<gated_dataset>(64, g, std::set<std::size_t>{1}, false);
+    auto o = small_options(4, 2);
+    o.prefetch_depth = 2;
+    o.stall_warning = 10ms;
+    loader l{data, o};
+    log.sink().watch(&l);
+    std::thread opener{[&] {
+      (void)eventually([&] { return containing(log.sink().probed(), "has waited") > 0; });
+      g->open();
+    }};
+    std::vector<gpufeed::batch> held;
+    for (int i = 0; i < 5; ++i) {
+      auto b = l.next();
+      ASSERT_TRUE(b.has_value());
+      held.push_back(std::move(*b));
+    }
+    opener.join();
+    log.sink().watch(nullptr);
+    log.sink().join_probes();
+  }
+  {  // an automatic depth deepened by a consumer that holds every slot
+    auto data = std::make_shared<echo_dataset>(100);
+    auto o = small_options(4, 2);
+    o.prefetch_depth = gpufeed::auto_depth;
+    loader l{data, o};
+    log.sink().watch(&l);
+    std::vector<gpufeed::batch> held;
+    for (int i = 0; i < 4; ++i) {
+      auto b = l.next();
+      ASSERT_TRUE(b.has_value());
+      held.push_back(std::move(*b));
+    }
+    log.sink().watch(nullptr);
+    log.sink().join_probes();
+  }
+  auto const probed = log.sink().probed();
+  EXPECT_EQ(containing(probed, "skipped sample"), 3U);
+  EXPECT_GE(containing(probed, "has waited"), 1U);
+  EXPECT_EQ(containing(probed, "ring slots are leased"), 1U);
+  EXPECT_GE(containing(probed, "autotune at batch"), 1U);
+  EXPECT_EQ(log.sink().under_lock(), std::vector<std::string>{})
+      << "logged while the loader's mutex was held";
 }

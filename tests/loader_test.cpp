@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -19,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpufeed/detail/host_resources.hpp"
 #include "gpufeed/gpufeed.hpp"
 #include "support/test_datasets.hpp"
 
@@ -80,7 +83,10 @@ TEST_P(loader_test_exactly_once, EverySampleOncePerEpoch) {
       auto context = b->field("context").as<std::int64_t>();
       for (std::size_t i = 0; i < b->size(); ++i) {
         EXPECT_LT(context[3 * i + 1], static_cast<std::int64_t>(workers)) << "worker id";
-        EXPECT_GE(context[3 * i + 1], 0) << "worker id";
+        // The read's seed is the one of (loader seed, epoch, index), whoever read it.
+        EXPECT_EQ(context[3 * i + 2],
+                  std::bit_cast<std::int64_t>(gpufeed::mix_seed(3, epoch, b->indices()[i])))
+            << "index " << b->indices()[i];
       }
       if (b->sequence() + 1 < want_batches) {
         EXPECT_EQ(b->size(), 8U);
@@ -735,6 +741,77 @@ TEST(loader_test, LoaderCanBeMovedMidEpoch) {
   EXPECT_EQ(index_lists(drain_epoch(c)), expected_batches(n, o, 1));
 }
 
+TEST(loader_test, AMovedFromLoaderSaysSoOnUse) {
+  // It once dereferenced a null core (a crash); now every call says what happened.
+  auto data = std::make_shared<echo_dataset>(16);
+  loader a{data, small_options(4, 2)};
+  loader b{std::move(a)};
+  auto const says_moved = [](auto&& call) {
+    try {
+      call();
+    } catch (gpufeed::logic_error const& e) {
+      return std::string{e.what()}.find("moved from") != std::string::npos;
+    }
+    return false;
+  };
+  // NOLINTBEGIN(bugprone-use-after-move): the moved-from loader is what is tested
+  EXPECT_TRUE(says_moved([&] { (void)a.next(); }));
+  EXPECT_TRUE(says_moved([&] { (void)a.try_next_for(std::chrono::milliseconds{1}); }));
+  EXPECT_TRUE(says_moved([&] { a.set_epoch(1); }));
+  EXPECT_TRUE(says_moved([&] { (void)a.epoch(); }));
+  EXPECT_TRUE(says_moved([&] { (void)a.state(); }));
+  EXPECT_TRUE(says_moved([&] { a.restore(b.state()); }));
+  EXPECT_TRUE(says_moved([&] { (void)a.snapshot(); }));
+  EXPECT_TRUE(says_moved([&] { (void)a.batches_per_epoch(); }));
+  EXPECT_TRUE(says_moved([&] { (void)a.batch_bytes(); }));
+  EXPECT_TRUE(says_moved([&] { (void)a.options(); }));
+  EXPECT_TRUE(says_moved([&] { (void)a.begin(); }));
+  // NOLINTEND(bugprone-use-after-move)
+  // The loader it moved to works, and a moved-from one can be given a new loader.
+  EXPECT_EQ(index_lists(drain_epoch(b)), expected_batches(16, small_options(4, 2), 0));
+  a = loader{data, small_options(4, 2)};
+  EXPECT_EQ(index_lists(drain_epoch(a)), expected_batches(16, small_options(4, 2), 0));
+}
+
+// ------------------------------------------------------------------------------------------------
+// Sizes a user can give that memory cannot hold.
+
+TEST(loader_test, AHugeBatchSizeIsRefusedBeforeAnythingIsAllocated) {
+  // 2^32 samples a batch: its per-sample lists alone are 96 GiB a slot, and were once asked of
+  // the allocator (a plain std::bad_alloc, or worse, the OOM killer). Now the ring is sized
+  // against the machine's memory first, and the error names the option.
+  auto data = std::make_shared<echo_dataset>(100);
+  auto o = small_options(std::size_t{1} << 32, 2);
+  auto const rss = rss_bytes();
+  try {
+    loader l{data, o};
+    FAIL() << "a batch of 2^32 samples was accepted";
+  } catch (gpufeed::out_of_memory const& e) {
+    std::string const what = e.what();
+    EXPECT_TRUE(contains_token(what, "batch_size")) << what;
+    EXPECT_NE(what.find("4294967296"), std::string::npos) << what;
+    EXPECT_NE(what.find("physical memory"), std::string::npos) << what;
+  }
+  EXPECT_LT(rss_bytes(), rss + (std::size_t{256} << 20)) << "memory was touched before refusing";
+}
+
+TEST(loader_test, ARingDeeperThanMemoryIsRefusedNamingPrefetchDepth) {
+  // One slot fits, 4096 of them do not (64 MiB each, 256 GiB in all).
+  if (gpufeed::detail::physical_memory_bytes() >= (std::size_t{256} << 30)) {
+    GTEST_SKIP() << "this machine could hold the ring: the test needs one larger than memory";
+  }
+  auto data = std::make_shared<echo_dataset>(100, 1 << 20);
+  auto o = small_options(64, 2);
+  o.prefetch_depth = 4096;
+  try {
+    loader l{data, o};
+    FAIL() << "a 256 GiB ring was accepted";
+  } catch (gpufeed::out_of_memory const& e) {
+    std::string const what = e.what();
+    EXPECT_NE(what.find("loader_options::prefetch_depth = 4096"), std::string::npos) << what;
+  }
+}
+
 // ------------------------------------------------------------------------------------------------
 // Counters.
 
@@ -767,9 +844,12 @@ TEST(loader_test, StatsMatchWhatWasConsumed) {
   EXPECT_EQ(s.workers, 3U);
   EXPECT_LE(s.ring_ready + s.ring_leased, s.ring_slots);
   EXPECT_EQ(l.batch_bytes(), 4 * bytes_per_sample);
-  EXPECT_GE(s.slot_bytes, l.batch_bytes());  // plus each field's alignment padding
-  EXPECT_LT(s.slot_bytes, l.batch_bytes() + 256 * data->spec().size());
+  // Each field's region of 4 samples padded to 256 bytes: index 32, context 96, payload 64.
+  EXPECT_EQ(s.slot_bytes, 3U * 256U);
   EXPECT_EQ(s.host_bytes, s.ring_slots * s.slot_bytes);
+  // Per slot and sample: its index, a failure record and a skip entry.
+  EXPECT_EQ(s.bookkeeping_bytes,
+            s.ring_slots * 4 * (2 * sizeof(std::size_t) + sizeof(std::exception_ptr)));
   EXPECT_EQ(s.pinned_bytes, 0U);  // the host path pins nothing
   EXPECT_EQ(s.staging, "host");
   EXPECT_EQ(s.device, -1);
@@ -777,11 +857,12 @@ TEST(loader_test, StatsMatchWhatWasConsumed) {
   EXPECT_LE(s.read_s, s.wall_s * s.workers + 1e-6);
   EXPECT_LE(s.slot_wait_s, s.wall_s * s.workers + 1e-6);
   EXPECT_LE(s.consumer_wait_s, s.wall_s + 1e-6);
-  EXPECT_GE(s.stall_fraction(), 0.0);
+  EXPECT_EQ(s.consumer_wait.count, batches) << "one wait recorded per next() that delivered";
   EXPECT_LE(s.stall_fraction(), 1.0 + 1e-9);
-  EXPECT_GE(s.ring_ready_mean, 0.0);
+  // Each next() counts the slots ready as it takes its batch, that batch included.
+  EXPECT_GE(s.ring_ready_mean, 1.0);
   EXPECT_LE(s.ring_ready_mean, 3.0);
-  EXPECT_FALSE(s.to_string().empty());
+  EXPECT_EQ(s.to_string().rfind("7 batches, 28 samples in ", 0), 0U) << s.to_string();
 
   // Through the end of the epoch and one more: totals add up.
   while (auto b = l.next()) {

@@ -202,6 +202,7 @@ TEST(stats_export_test, JsonLineParsesWithStableFields) {
                           "slot_bytes",
                           "host_bytes",
                           "pinned_bytes",
+                          "bookkeeping_bytes",
                           "staging",
                           "device",
                           "device_bytes",

@@ -15,8 +15,9 @@
 namespace gpufeed {
 
 namespace detail {
-class loader_core;
-struct slot;
+class lease_owner;
+struct lease;
+struct lease_access;
 }  // namespace detail
 
 /// @brief One batch, owned by the caller until it is destroyed or `release()`d.
@@ -45,7 +46,7 @@ class batch {
   /// @throws logic_error on an empty batch; cuda_error if CUDA refuses the wait.
   void use_on(stream_view stream);
   /// @brief Whether this object holds a lease.
-  [[nodiscard]] explicit operator bool() const noexcept { return slot_ != nullptr; }
+  [[nodiscard]] explicit operator bool() const noexcept { return lease_ != nullptr; }
 
   /// @brief Samples in this batch: batch_size, fewer for a short tail or skipped samples (0 when
   /// every sample of the batch was skipped; the batch is still delivered so that its step's
@@ -76,11 +77,11 @@ class batch {
   [[nodiscard]] std::span<std::size_t const> skipped() const noexcept;
 
  private:
-  friend class detail::loader_core;
-  batch(std::shared_ptr<detail::loader_core> core, detail::slot* s) noexcept
-      : core_{std::move(core)}, slot_{s} {}
-  std::shared_ptr<detail::loader_core> core_;
-  detail::slot* slot_ = nullptr;
+  friend struct detail::lease_access;
+  batch(std::shared_ptr<detail::lease_owner> owner, detail::lease const* held) noexcept
+      : owner_{std::move(owner)}, lease_{held} {}
+  std::shared_ptr<detail::lease_owner> owner_;  // the loader core, kept alive by the lease
+  detail::lease const* lease_ = nullptr;
 };
 
 }  // namespace gpufeed

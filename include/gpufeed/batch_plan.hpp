@@ -40,13 +40,15 @@ struct batch_span {
 /// it is made from explicit batch sizes (then one offset per batch).
 class batch_plan {
  public:
-  /// @throws logic_error if batch_size or accumulation_steps is 0.
+  /// @throws logic_error if batch_size or accumulation_steps is 0, or their product (a step's
+  /// samples) does not fit in std::size_t.
   batch_plan(std::size_t shard_size, std::size_t batch_size, std::size_t accumulation_steps,
              tail_policy last_batch, tail_policy last_step);
   /// @brief Batches of the given sizes, in order, over `sum(batch_sizes)` shard positions.
   /// `batch_size` is the largest a batch may be (a step is short when it has fewer than
   /// accumulation_steps x batch_size samples).
-  /// @throws logic_error if a size is 0 or above batch_size, or accumulation_steps is 0.
+  /// @throws logic_error if a size is 0 or above batch_size, or accumulation_steps is 0, or
+  /// accumulation_steps x batch_size does not fit in std::size_t.
   batch_plan(std::span<std::size_t const> batch_sizes, std::size_t batch_size,
              std::size_t accumulation_steps, tail_policy last_step);
 

@@ -8,8 +8,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <span>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace gpufeed {
 
@@ -46,29 +48,49 @@ class file_error : public std::runtime_error {
   std::string path_;
 };
 
-/// @brief A sample could not be read. Carries the sample's index, epoch and worker, the file
-/// where the dataset named one, and the dataset's original exception (nested: reach it with
-/// `std::rethrow_if_nested`).
+/// @brief One sample that could not be read: what a `sample_error` says about each.
+struct sample_failure {
+  std::size_t index = 0;     ///< the sample's index in the dataset
+  std::uint64_t epoch = 0;   ///< the epoch being read
+  unsigned worker = 0;       ///< the worker thread that read it
+  std::string file;          ///< the file the dataset named (a `file_error`), or empty
+  std::string message;       ///< the dataset's own message
+  std::exception_ptr cause;  ///< the dataset's exception
+};
+
+/// @brief Samples could not be read. Carries each failed sample of the batch (`failures()`, in
+/// batch order): its index, epoch and worker, the file where the dataset named one, its message
+/// and the dataset's original exception. `index()`, `epoch()`, `worker()`, `file()` and the nested
+/// exception (reach it with `std::rethrow_if_nested`) are the first failed sample's; `what()`
+/// names every failed sample (the first 8 of a larger number, and how many more).
 ///
-/// Construct it only inside a `catch` block: it captures the exception being handled.
+/// Construct it only inside a `catch` block: it captures the exception being handled as the
+/// nested one (for a batch, the first failure's cause).
 class sample_error : public std::runtime_error, public std::nested_exception {
  public:
+  /// @brief One failed sample.
   /// @param index the sample's index in the dataset. @param epoch the epoch being read.
   /// @param worker the worker thread that read it. @param message the dataset's message.
   /// @param file the file the dataset was reading, or empty.
   sample_error(std::size_t index, std::uint64_t epoch, unsigned worker, std::string const& message,
                std::string file);
+  /// @brief Every failed sample of one batch (at least one), in batch order.
+  /// @throws std::invalid_argument if `failures` is empty.
+  explicit sample_error(std::vector<sample_failure> failures);
   [[nodiscard]] std::size_t index() const noexcept { return index_; }
   [[nodiscard]] std::uint64_t epoch() const noexcept { return epoch_; }
   [[nodiscard]] unsigned worker() const noexcept { return worker_; }
   /// @brief The file the dataset named, or an empty string.
   [[nodiscard]] std::string const& file() const noexcept { return file_; }
+  /// @brief Every failed sample of the batch, in batch order (one for a single failure).
+  [[nodiscard]] std::span<sample_failure const> failures() const noexcept { return failures_; }
 
  private:
   std::size_t index_;
   std::uint64_t epoch_;
   unsigned worker_;
   std::string file_;
+  std::vector<sample_failure> failures_;
 };
 
 /// @brief A batch did not arrive within `loader_options::timeout`. Names the sample that is late.

@@ -17,6 +17,9 @@
 ///
 /// Threading: one consumer thread calls next() / set_epoch() / restore(); snapshot() and the
 /// const queries may be called from any thread.
+///
+/// A loader that was moved from has no workers, ring or dataset: every member function but
+/// assignment and destruction throws `logic_error` saying so.
 
 #include <chrono>
 #include <cstddef>
@@ -33,31 +36,15 @@
 #include "gpufeed/dataset.hpp"
 #include "gpufeed/detail/epoch_iterator.hpp"
 #include "gpufeed/epoch_order.hpp"
+#include "gpufeed/loader_state.hpp"
 #include "gpufeed/options.hpp"
 #include "gpufeed/stats.hpp"
 
 namespace gpufeed {
 
-/// @brief Where the consumer is: enough to resume exactly, for any worker count.
-struct loader_state {
-  std::uint64_t seed = 0;
-  std::uint64_t epoch = 0;
-  std::uint64_t next_sequence = 0;  ///< the next batch next() will return, in `epoch`'s plan
-  // Fingerprint of what the order depends on; restore() refuses a state that does not match.
-  std::uint64_t dataset_size = 0;
-  std::uint64_t batch_size = 0;
-  unsigned rank = 0;
-  unsigned world_size = 1;
-  bool shuffle = false;
-  std::uint64_t chunk_window = 0;
-
-  /// @brief A one-line text form, for checkpoints.
-  [[nodiscard]] std::string to_string() const;
-  /// @brief Parses `to_string()`'s form (`chunk_window` may be absent: 0). @throws logic_error on
-  /// anything else.
-  [[nodiscard]] static loader_state parse(std::string_view text);
-  friend bool operator==(loader_state const&, loader_state const&) = default;
-};
+namespace detail {
+class loader_core;
+}  // namespace detail
 
 /// @brief What `loader::try_next_for` found.
 struct next_result {
@@ -75,8 +62,11 @@ class loader {
  public:
   /// @brief Validates the options, allocates the ring (all memory, once) and starts the workers,
   /// which begin filling epoch 0 at once.
-  /// @throws logic_error on bad options (naming the option, its value and the allowed range).
-  /// @throws out_of_memory if the ring cannot be allocated.
+  /// @throws logic_error on bad options (naming the option, its value and the allowed range), or
+  /// a size that does not fit in std::size_t.
+  /// @throws out_of_memory naming batch_size or prefetch_depth when the ring is more than the
+  /// machine's physical memory (checked before anything is allocated), or if it cannot be
+  /// allocated.
   loader(std::shared_ptr<dataset const> data, loader_options options);
   /// @brief Stops and joins every worker. Returns as soon as reads in progress return; never
   /// throws. Batches still alive stay valid.
@@ -103,11 +93,15 @@ class loader {
   /// @brief The next batch of the current epoch, or nullopt at its end (after which the loader
   /// stands at the start of the next epoch, whose first batches are already being prepared).
   /// Blocks until the batch is ready, up to `timeout`.
-  /// @throws sample_error if a sample of the batch failed under `error_policy::raise` (the
-  /// batch is consumed: the following call goes on with the next batch).
+  /// @throws sample_error if samples of the batch failed under `error_policy::raise`, naming
+  /// each of them (`sample_error::failures()`; the batch is consumed: the following call goes on
+  /// with the next batch).
   /// @throws timeout_error naming the late sample (the batch is not consumed: call again to
   /// keep waiting).
   /// @throws logic_error if every slot is leased to live batches, so none can be filled.
+  /// @throws cuda_error (CUDA path) naming the batch's sequence and epoch when the consumer's
+  /// stream cannot be made to wait for it (the batch is consumed, not delivered), or when a
+  /// worker's copy failed (the loader cannot go on: every later call throws it too).
   /// On the CUDA path it makes the consumer stream (`loader_options::consumer_stream`) wait
   /// for the batch's copy without blocking the host; the host blocks only until the batch's
   /// samples are read and its copy is queued.
@@ -126,16 +120,16 @@ class loader {
 
   /// @brief Batches per epoch for this rank (with a given order: of the current epoch's order,
   /// 0 before one is given).
-  [[nodiscard]] std::size_t batches_per_epoch() const noexcept;
+  [[nodiscard]] std::size_t batches_per_epoch() const;
   /// @brief Optimizer steps per epoch for this rank (as batches_per_epoch for a given order).
-  [[nodiscard]] std::size_t steps_per_epoch() const noexcept;
+  [[nodiscard]] std::size_t steps_per_epoch() const;
   /// @brief Samples per epoch for this rank, before skips (as batches_per_epoch for a given
   /// order).
-  [[nodiscard]] std::size_t samples_per_epoch() const noexcept;
+  [[nodiscard]] std::size_t samples_per_epoch() const;
   /// @brief Bytes of one full batch.
-  [[nodiscard]] std::size_t batch_bytes() const noexcept;
+  [[nodiscard]] std::size_t batch_bytes() const;
   /// @brief The options in force (rank and world size resolved).
-  [[nodiscard]] loader_options const& options() const noexcept;
+  [[nodiscard]] loader_options const& options() const;
 
   /// @brief Where the consumer stands now.
   [[nodiscard]] loader_state state() const;

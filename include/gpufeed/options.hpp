@@ -96,13 +96,17 @@ struct autotune_options {
 /// @brief Loader settings. Every field is validated at construction.
 struct loader_options {
   /// Samples per batch; respected exactly as given, never changed (see `suggest_*` helpers).
+  /// 1 to 2^32, and at most what one ring slot of this machine's memory holds (checked at
+  /// construction, before anything is allocated: `out_of_memory` naming it).
   std::size_t batch_size = 1;
   /// Worker threads reading samples (1 .. 1024), or `auto_workers` to let the loader choose.
   unsigned workers = 4;
-  /// Slots in the ring: batches prepared ahead of the consumer, leases included (1 .. 4096),
-  /// or `auto_depth` to let the loader choose.
+  /// Slots in the ring: batches prepared ahead of the consumer, leases included (1 .. 4096, and
+  /// no more than this machine's memory holds: `out_of_memory` naming it), or `auto_depth` to let
+  /// the loader choose.
   std::size_t prefetch_depth = 4;
-  /// Micro-batches per optimizer step (gradient accumulation); 1 means no accumulation.
+  /// Micro-batches per optimizer step (gradient accumulation); 1 means no accumulation. 1 to
+  /// 2^32, with accumulation_steps x batch_size (a step's samples) within std::size_t.
   std::size_t accumulation_steps = 1;
   /// Seeded shuffle when true, dataset order when false.
   bool shuffle = false;

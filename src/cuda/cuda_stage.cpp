@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -127,6 +126,9 @@ class cuda_stage final : public device_stage {
 
   void bind_worker_thread() override { GPUFEED_CUDA_TRY(cudaSetDevice(device_)); }
 
+  // Called by a worker that holds a claim on slot `id`'s batch (device_path::wait_for_copy): the
+  // batch cannot be complete, so no newer copy of the slot can be recorded meanwhile, and the
+  // copy waited for (and timed) is always the previous batch's.
   void wait_host_free(std::size_t id) override {
     auto& p = *parts_[id];
     if (!p.copy_pending.load(std::memory_order_acquire)) {
@@ -139,12 +141,8 @@ class cuda_stage final : public device_stage {
       p.done.synchronize();
       host_wait_ns_.fetch_add(steady_ns() - from, std::memory_order_relaxed);
     }
-    // One of the workers attached reads the copy's timing. A worker that attached late may get
-    // here after the batch it came to fill was completed and copied by others: that newer copy
-    // may still be running (done.done() is false again), and it is not this worker's to wait
-    // for, since it has no sample left to write.
-    std::lock_guard const lock{p.timing_mutex};
-    if (p.copy_pending.load(std::memory_order_relaxed) && p.done.done()) {
+    if (p.copy_pending.exchange(false, std::memory_order_acq_rel)) {
+      // The copy is complete: one of the claim holders reads its timing, without blocking.
       auto const h2d_ns = static_cast<std::int64_t>(cuda::elapsed_ms(p.start, p.copied) * 1e6f);
       auto const transform_ns =
           static_cast<std::int64_t>(cuda::elapsed_ms(p.copied, p.done) * 1e6f);
@@ -153,7 +151,6 @@ class cuda_stage final : public device_stage {
       h2d_time_.record(h2d_ns);  // per copy, for stats::h2d's percentiles
       transform_time_.record(transform_ns);
       timed_copies_.fetch_add(1, std::memory_order_relaxed);
-      p.copy_pending.store(false, std::memory_order_release);
     }
   }
 
@@ -177,11 +174,9 @@ class cuda_stage final : public device_stage {
       nvtx_range const range{"gpufeed: transform"};
       enqueue_transforms(p, samples);
     }
-    {
-      std::lock_guard const lock{p.timing_mutex};  // never half-recorded for wait_host_free
-      p.done.record(copy_.native());
-      p.copy_pending.store(true, std::memory_order_release);
-    }
+    p.done.record(copy_.native());
+    // No claim holder can be in wait_host_free now: every sample of this batch is read.
+    p.copy_pending.store(true, std::memory_order_release);
     h2d_bytes_.fetch_add(bytes, std::memory_order_relaxed);
     copies_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -270,8 +265,7 @@ class cuda_stage final : public device_stage {
     cuda::cuda_event start{cuda::cuda_event::kind::timing};
     cuda::cuda_event copied{cuda::cuda_event::kind::timing};
     cuda::cuda_event done{cuda::cuda_event::kind::timing};  // after the transforms
-    std::atomic<bool> copy_pending{false};
-    std::mutex timing_mutex;
+    std::atomic<bool> copy_pending{false};                  // a copy recorded and not timed yet
     // The streams of the current lease (the one next() handed it to, then any use_on added),
     // and the events recorded on them at its release: the next copy waits for the first
     // `recorded`. Events are made on first need and kept, so a steady state allocates nothing.

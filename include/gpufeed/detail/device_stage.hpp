@@ -7,7 +7,8 @@
 //   hand_off:    the consumer's stream waits for done
 //   use_on:      another stream the consumer declares waits for done too
 //   release:     records released on each of those streams (copy_async waits for them all)
-//   wait_host_free: a worker waits for done before it writes the host half again
+//   wait_host_free: a worker holding a claim on the slot's next batch waits for done before it
+//                   writes the host half again (device_path::wait_for_copy says why the claim)
 
 #include <cstddef>
 #include <memory>
@@ -34,6 +35,8 @@ class device_stage {
   /// Makes the stage's device current on a worker thread; once per thread.
   virtual void bind_worker_thread() = 0;
   /// Blocks until no copy reads slot `id`'s host memory any more (at once in the steady state).
+  /// Called only by a worker holding a claim on the slot's batch, so that the copy waited for is
+  /// the previous batch's: none of this batch can be queued while a claim is held.
   virtual void wait_host_free(std::size_t id) = 0;
   /// Enqueues the copy of slot `id` (`samples` samples) and its transforms. Asynchronous.
   virtual void copy_async(std::size_t id, std::size_t samples) = 0;

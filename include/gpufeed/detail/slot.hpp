@@ -1,5 +1,8 @@
 #pragma once
-// One slot of the ring: the memory of one batch and what the loader knows about it.
+// One slot of the ring: the memory of one batch and what the loader knows about it. Its fields
+// are grouped by who writes them: the ring (ring.cpp, under the loader's mutex), the workers
+// filling the batch (batch_fill.cpp), and next() when it leases the slot out (the lease a batch
+// reads). The life of a slot, and the rules of each transition, are in ring.hpp.
 
 #include <atomic>
 #include <cstddef>
@@ -9,17 +12,12 @@
 #include <vector>
 
 #include "gpufeed/batch_plan.hpp"
+#include "gpufeed/detail/cache_line.hpp"
+#include "gpufeed/detail/cursor.hpp"
 #include "gpufeed/detail/given_order.hpp"
+#include "gpufeed/detail/lease.hpp"
 
 namespace gpufeed::detail {
-
-/// A batch's place in the plan: (epoch, sequence within the epoch).
-struct cursor {
-  std::uint64_t epoch = 0;
-  std::size_t sequence = 0;
-  friend bool operator==(cursor const&, cursor const&) = default;
-  friend auto operator<=>(cursor const&, cursor const&) = default;
-};
 
 /// Frees memory from `::operator new(size, align)`.
 struct aligned_delete {
@@ -32,48 +30,53 @@ using aligned_bytes = std::unique_ptr<std::byte[], aligned_delete>;
 /// resident from the start. @throws out_of_memory naming `what`.
 aligned_bytes allocate_resident(std::size_t bytes, std::size_t alignment, char const* what);
 
-// The life of a slot:
-//
-//   free ──assign──► filling ──last sample read──► ready ──next()──► leased ──release──► free
-//
-// A flush (set_epoch / restore) turns filling and ready slots of the old generation back into
-// free ones and marks them cancelled; a slot is only reassigned once no worker is attached to it,
-// so workers never see its assignment change under them. The CUDA path adds its copy between
-// "last sample read" and ready, and its release event between leased and free.
+/// The counters every worker filling a batch touches once per claim, each on its own cache line.
+struct slot_claims {
+  alignas(cache_line_bytes) std::atomic<std::size_t> next{0};  // the first position not claimed
+  alignas(cache_line_bytes) std::atomic<std::size_t> remaining{0};  // positions not read yet
+  alignas(cache_line_bytes) std::atomic<bool> cancelled{false};     // discarded by a flush
+};
+static_assert(alignof(slot_claims) == cache_line_bytes);
+static_assert(offsetof(slot_claims, remaining) - offsetof(slot_claims, next) >= cache_line_bytes);
+static_assert(offsetof(slot_claims, cancelled) - offsetof(slot_claims, remaining) >=
+              cache_line_bytes);
+static_assert(sizeof(slot_claims) == 3 * cache_line_bytes, "the last counter has its line alone");
+
 struct slot {
   enum class state : std::uint8_t { free, filling, ready, leased };
 
-  /// `memory` is the slot's host memory when someone else owns it (the CUDA stage's pinned
-  /// memory); when null the slot allocates `bytes` of its own.
+  /// `external` is the slot's host memory when someone else owns it (the CUDA stage's pinned
+  /// memory); when null the slot allocates `bytes` of its own. The per-sample lists are sized
+  /// `batch_size` here, once. @throws out_of_memory naming what did not fit.
   slot(std::size_t position, std::byte* external, std::size_t bytes, std::size_t alignment,
        std::size_t batch_size);
 
   std::size_t const id;  // position in the ring
 
-  // Guarded by the loader's mutex.
+  // The ring's (ring.cpp), guarded by the loader's mutex.
   state status = state::free;
   std::uint64_t generation = 0;
   cursor at;                                 // the batch it holds
   std::shared_ptr<given_order const> order;  // its epoch's given order; null for the builtin one
   std::size_t first_position = 0;            // shard position of its first sample
   std::size_t count = 0;                     // samples assigned; stable while a worker is attached
-  std::size_t delivered = 0;                 // samples left after skipped ones are removed
   step_info step;
   unsigned attached = 0;  // workers filling it right now
-  // Set by the completing worker, which holds the slot alone then (see finish_contents).
-  std::exception_ptr error;  // the first failed sample's, under error_policy::raise
+  std::size_t grain = 1;  // samples per claim; stable while a worker is attached
 
-  // Position p is written only by the worker that claimed p, and read by whoever completes the
-  // slot (the acq_rel decrement of `remaining` orders them). Sized batch_size once.
+  // The workers' (batch_fill.cpp). Position p of `indices` and `errors` is written only by the
+  // worker that claimed p, and read by whoever completes the slot (the acq_rel decrement of
+  // claims.remaining orders them); the rest is written by the completing worker, which holds the
+  // slot alone then. Sized batch_size once.
   std::vector<std::size_t> indices;
   std::vector<std::exception_ptr> errors;  // set for a failed read, null otherwise
   std::vector<std::size_t> skipped;        // capacity batch_size; filled at completion
+  std::size_t delivered = 0;               // samples left after skipped ones are removed
+  std::exception_ptr error;                // every failed sample's, under error_policy::raise
+  slot_claims claims;
 
-  // Hot counters on their own cache lines: every worker touches them once per claim.
-  alignas(64) std::atomic<std::size_t> next_claim{0};
-  alignas(64) std::atomic<std::size_t> remaining{0};
-  alignas(64) std::atomic<bool> cancelled{false};
-  std::size_t grain = 1;  // samples per claim; stable while a worker is attached
+  // next()'s: what the batch holding the slot sees, written when the slot is leased.
+  lease handed;
 
   aligned_bytes owned_memory;  // empty when the memory belongs to the device stage
   std::byte* memory = nullptr;

@@ -1,0 +1,54 @@
+#pragma once
+// Filling a batch: a worker claims samples of a slot's batch, reads each straight into the slot
+// (dataset::read), wraps a failed read in a sample_error naming the sample, and the worker that
+// reads the batch's last sample completes it: closes the gaps of skipped samples, gathers every
+// failure under error_policy::raise, and queues the batch's copy on the CUDA path. Publishing
+// the completed batch to the consumer is the caller's.
+
+#include <atomic>
+#include <cstddef>
+
+#include "gpufeed/dataset.hpp"
+#include "gpufeed/detail/device_path.hpp"
+#include "gpufeed/detail/epoch_source.hpp"
+#include "gpufeed/detail/loader_metrics.hpp"
+#include "gpufeed/detail/slot.hpp"
+#include "gpufeed/detail/slot_layout.hpp"
+#include "gpufeed/options.hpp"
+
+namespace gpufeed::detail {
+
+class batch_filler {
+ public:
+  /// `stop` is set when the loader stops (reads may poll it); every reference must outlive this.
+  batch_filler(dataset const& data, slot_layout const& layout, loader_options const& options,
+               epoch_source const& epochs, device_path& device, loader_metrics& metrics,
+               std::atomic<bool> const& stop) noexcept;
+
+  /// Claims samples of `s` (s.grain at a time) and reads them, until none is left to claim, the
+  /// batch is cancelled or the loader stops. The caller is attached to `s`. On the CUDA path a
+  /// worker waits for the slot's previous copy once it holds its first claim, and only then: a
+  /// worker that finds nothing left to claim has nothing to write, and waits for nothing.
+  /// Returns true when this call read the batch's last sample: the batch is then complete (its
+  /// contents settled, its copy queued), and the caller publishes it.
+  /// @throws what the device path throws (naming the slot and the batch): the loader cannot go on.
+  [[nodiscard]] bool fill(slot& s, unsigned worker);
+
+ private:
+  void read_one(slot& s, std::size_t position, unsigned worker);
+  /// Every read of `s` has returned and this worker is still attached: the slot is its alone.
+  /// Closes the gaps of skipped samples (error_policy::skip), or gathers every failure into
+  /// s.error (error_policy::raise), and sets s.delivered.
+  void settle(slot& s);
+  void complete(slot& s, unsigned worker);
+
+  dataset const& data_;
+  slot_layout const& layout_;
+  loader_options const& options_;
+  epoch_source const& epochs_;
+  device_path& device_;
+  loader_metrics& metrics_;
+  std::atomic<bool> const& stop_;
+};
+
+}  // namespace gpufeed::detail

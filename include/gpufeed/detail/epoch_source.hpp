@@ -1,0 +1,67 @@
+#pragma once
+// Where each epoch's samples come from: the builtin order (a seeded permutation of (seed, epoch,
+// rank, world_size) cut by one batch plan) or, with loader_options::order = sample_order::given,
+// the order the caller gave for the epoch (set_epoch(epoch, order)). Also the loader_state
+// fingerprint, since it is exactly what the builtin order depends on. No threads: the loader
+// calls the functions that read or change the given order under its mutex.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "gpufeed/batch_plan.hpp"
+#include "gpufeed/detail/cursor.hpp"
+#include "gpufeed/detail/given_order.hpp"
+#include "gpufeed/epoch_order.hpp"
+#include "gpufeed/loader_state.hpp"
+#include "gpufeed/options.hpp"
+#include "gpufeed/sampler.hpp"
+
+namespace gpufeed::detail {
+
+class epoch_source {
+ public:
+  /// `options` resolved and validated; `storage_chunk` is the dataset's (chunk-aware shuffle).
+  epoch_source(std::size_t dataset_size, std::size_t storage_chunk, loader_options const& options);
+
+  /// Whether the caller gives each epoch's order.
+  [[nodiscard]] bool given() const noexcept { return options_.order == sample_order::given; }
+  [[nodiscard]] sampler const& builtin() const noexcept { return sampler_; }
+  [[nodiscard]] batch_plan const& builtin_plan() const noexcept { return plan_; }
+  [[nodiscard]] std::size_t dataset_size() const noexcept { return sampler_.dataset_size(); }
+
+  /// The plan of `epoch`: the builtin one, or the one cut from the order given for it; null
+  /// while that order is not given.
+  [[nodiscard]] batch_plan const* plan(std::uint64_t epoch) const noexcept;
+  /// `c`, or the start of the next epoch when `c` is past the last batch of its epoch's plan.
+  [[nodiscard]] cursor normalized(cursor c) const noexcept;
+  /// The order the batches of `epoch` are filled from (a slot keeps it, so that a newer order
+  /// never changes a batch being filled): the given one, or null for the builtin order.
+  [[nodiscard]] std::shared_ptr<given_order const> order_of(std::uint64_t epoch) const noexcept;
+  /// The dataset index at shard `position` of `epoch`, read from `order` (a slot's) or the
+  /// builtin sampler. No lock needed: both are immutable.
+  [[nodiscard]] std::size_t index(given_order const* order, std::uint64_t epoch,
+                                  std::size_t position) const noexcept;
+  /// The same for the current order of `epoch`. @throws logic_error when none is given.
+  [[nodiscard]] std::size_t index(std::uint64_t epoch, std::size_t position) const;
+
+  /// Checks `order` and cuts it into batches (no lock needed).
+  /// @throws logic_error when this loader makes its own order, or `order` does not fit.
+  [[nodiscard]] std::shared_ptr<given_order const> make_order(std::uint64_t epoch,
+                                                              epoch_order order) const;
+  /// Makes `order` the current one. Returns whether it is the first order of its epoch.
+  bool give(std::shared_ptr<given_order const> order) noexcept;
+
+  /// The state of a consumer standing at `at`.
+  [[nodiscard]] loader_state state_at(cursor at) const noexcept;
+  /// @throws logic_error naming the first setting in which `saved` differs from this loader's.
+  void expect_same_fingerprint(loader_state const& saved) const;
+
+ private:
+  loader_options options_;
+  sampler sampler_;
+  batch_plan plan_;
+  std::shared_ptr<given_order const> given_;  // sample_order::given: the latest epoch's order
+};
+
+}  // namespace gpufeed::detail

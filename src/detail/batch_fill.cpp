@@ -1,0 +1,160 @@
+#include "gpufeed/detail/batch_fill.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpufeed/detail/nvtx.hpp"
+#include "gpufeed/detail/units.hpp"
+#include "gpufeed/error.hpp"
+#include "gpufeed/sampler.hpp"
+
+namespace gpufeed::detail {
+
+namespace {
+// Wraps the exception being handled in a sample_error. Must be called inside a catch block:
+// sample_error captures the current exception as its nested one.
+std::exception_ptr wrap_current(std::size_t index, std::uint64_t epoch, unsigned worker) {
+  std::string message = "unknown exception (not derived from std::exception)";
+  std::string file;
+  try {
+    throw;
+  } catch (file_error const& e) {
+    message = e.what();
+    file = e.path();
+  } catch (std::exception const& e) {
+    message = e.what();
+  } catch (...) {
+  }
+  return std::make_exception_ptr(sample_error{index, epoch, worker, message, std::move(file)});
+}
+
+// One sample_error for every failed sample of a batch, the first failure's cause nested.
+std::exception_ptr gather(std::vector<std::exception_ptr> const& failed) {
+  if (failed.size() == 1) {
+    return failed.front();
+  }
+  std::vector<sample_failure> failures;
+  failures.reserve(failed.size());
+  for (auto const& error : failed) {
+    try {
+      std::rethrow_exception(error);
+    } catch (sample_error const& e) {
+      failures.push_back(e.failures().front());
+    }
+  }
+  try {
+    std::rethrow_exception(failures.front().cause);
+  } catch (...) {
+    return std::make_exception_ptr(sample_error{std::move(failures)});
+  }
+}
+}  // namespace
+
+batch_filler::batch_filler(dataset const& data, slot_layout const& layout,
+                           loader_options const& options, epoch_source const& epochs,
+                           device_path& device, loader_metrics& metrics,
+                           std::atomic<bool> const& stop) noexcept
+    : data_{data},
+      layout_{layout},
+      options_{options},
+      epochs_{epochs},
+      device_{device},
+      metrics_{metrics},
+      stop_{stop} {}
+
+bool batch_filler::fill(slot& s, unsigned worker) {
+  bool waited_for_copy = false;
+  // No lock: claims are atomic, and `count` cannot change while this worker is attached.
+  while (!stop_.load(std::memory_order_relaxed) &&
+         !s.claims.cancelled.load(std::memory_order_relaxed)) {
+    auto const first = s.claims.next.fetch_add(s.grain, std::memory_order_acq_rel);
+    if (first >= s.count) {
+      return false;  // nothing left: a late worker leaves without touching the slot
+    }
+    if (!waited_for_copy) {
+      // The claim is held: the batch cannot be complete, so the copy still reading the host
+      // memory can only be the previous batch's.
+      device_.wait_for_copy(s);
+      waited_for_copy = true;
+    }
+    auto const last = std::min(first + s.grain, s.count);
+    for (auto position = first; position < last; ++position) {
+      read_one(s, position, worker);
+    }
+    if (s.claims.remaining.fetch_sub(last - first, std::memory_order_acq_rel) == last - first) {
+      complete(s, worker);
+      return true;
+    }
+  }
+  return false;
+}
+
+void batch_filler::read_one(slot& s, std::size_t position, unsigned worker) {
+  auto const epoch = s.at.epoch;
+  auto const index = epochs_.index(s.order.get(), epoch, s.first_position + position);
+  s.indices[position] = index;
+  read_context const ctx{index, epoch, worker, mix_seed(options_.seed, epoch, index), &stop_};
+  auto const begin = steady_ns();
+  metrics_.read_started(worker, s, index, begin);
+  nvtx_range const range{"gpufeed: read"};
+  // Normally settle() has cleared it, but a batch cancelled before its last read never gets
+  // there, and its failures must not pass to the slot's next batch.
+  s.errors[position] = nullptr;
+  try {
+    data_.read(index, sample_view{layout_, s.memory, position}, ctx);
+  } catch (...) {
+    s.errors[position] = wrap_current(index, epoch, worker);
+  }
+  metrics_.read_finished(worker, begin, steady_ns(), index, s.at.sequence);
+}
+
+void batch_filler::settle(slot& s) {
+  s.skipped.clear();
+  s.error = nullptr;
+  std::vector<std::exception_ptr> failed;  // error_policy::raise: allocated only on a failure
+  std::size_t kept = 0;
+  for (std::size_t p = 0; p < s.count; ++p) {
+    if (!s.errors[p]) {
+      if (kept != p) {  // close the gap left by a skipped sample (only after a skip)
+        for (std::size_t f = 0; f < layout_.spec().size(); ++f) {
+          std::memmove(layout_.locate(s.memory, f, kept), layout_.locate(s.memory, f, p),
+                       layout_.field_bytes(f));
+        }
+        s.indices[kept] = s.indices[p];
+      }
+      ++kept;
+      continue;
+    }
+    if (options_.on_error == error_policy::raise) {
+      failed.push_back(s.errors[p]);
+      ++kept;  // the batch is not delivered; nothing to compact
+    } else {
+      s.skipped.push_back(s.indices[p]);
+    }
+    // Released here, before the consumer can see the batch: s.error may still hold it.
+    s.errors[p] = nullptr;
+  }
+  if (!failed.empty()) {
+    s.error = gather(failed);
+  }
+  s.delivered = kept;
+}
+
+void batch_filler::complete(slot& s, unsigned worker) {
+  nvtx_range const range{"gpufeed: batch complete"};
+  auto const begin = metrics_.tracing() ? steady_ns() : 0;
+  settle(s);
+  // A batch that raises is never copied, nor one discarded meanwhile (set_epoch / restore).
+  if (!s.error && !s.claims.cancelled.load(std::memory_order_relaxed)) {
+    device_.copy_async(s);
+  }
+  if (metrics_.tracing()) {
+    metrics_.batch_completed(worker, begin, steady_ns(), s.at.sequence, s.delivered);
+  }
+}
+
+}  // namespace gpufeed::detail

@@ -1,0 +1,98 @@
+#include "gpufeed/detail/epoch_source.hpp"
+
+#include <string>
+#include <utility>
+
+#include "gpufeed/error.hpp"
+
+namespace gpufeed::detail {
+
+epoch_source::epoch_source(std::size_t dataset_size, std::size_t storage_chunk,
+                           loader_options const& options)
+    : options_{options},
+      sampler_{dataset_size,
+               options.shuffle,
+               options.seed,
+               *options.rank,
+               *options.world_size,
+               {options.chunk_window > 0 ? storage_chunk : 0, options.chunk_window}},
+      plan_{sampler_.shard_size(), options.batch_size, options.accumulation_steps,
+            options.last_batch, options.last_step} {}
+
+batch_plan const* epoch_source::plan(std::uint64_t epoch) const noexcept {
+  if (!given()) {
+    return &plan_;
+  }
+  return given_ && given_->epoch == epoch ? &given_->plan : nullptr;
+}
+
+cursor epoch_source::normalized(cursor c) const noexcept {
+  auto const* p = plan(c.epoch);
+  return p != nullptr && c.sequence >= p->batches() ? cursor{c.epoch + 1, 0} : c;
+}
+
+std::shared_ptr<given_order const> epoch_source::order_of(std::uint64_t epoch) const noexcept {
+  return given() && given_ && given_->epoch == epoch ? given_ : nullptr;
+}
+
+std::size_t epoch_source::index(given_order const* order, std::uint64_t epoch,
+                                std::size_t position) const noexcept {
+  return order != nullptr ? order->indices[position] : sampler_.index(epoch, position);
+}
+
+std::size_t epoch_source::index(std::uint64_t epoch, std::size_t position) const {
+  if (!given()) {
+    return sampler_.index(epoch, position);
+  }
+  GPUFEED_EXPECTS(given_ && given_->epoch == epoch,
+                  "no order given for epoch " + std::to_string(epoch));
+  return given_->indices[position];
+}
+
+std::shared_ptr<given_order const> epoch_source::make_order(std::uint64_t epoch,
+                                                            epoch_order order) const {
+  GPUFEED_EXPECTS(given(),
+                  "set_epoch(epoch, order): this loader makes its own order "
+                  "(loader_options::order = sample_order::builtin); construct it with "
+                  "order = sample_order::given to give each epoch's indices");
+  return make_given_order(epoch, std::move(order), sampler_.dataset_size(), options_);
+}
+
+bool epoch_source::give(std::shared_ptr<given_order const> order) noexcept {
+  bool const first = !(given_ && given_->epoch == order->epoch);
+  given_ = std::move(order);
+  return first;
+}
+
+loader_state epoch_source::state_at(cursor at) const noexcept {
+  loader_state out;
+  out.seed = options_.seed;
+  out.epoch = at.epoch;
+  out.next_sequence = at.sequence;
+  out.dataset_size = sampler_.dataset_size();  // dataset::size() is read once, at construction
+  out.batch_size = options_.batch_size;
+  out.rank = *options_.rank;
+  out.world_size = *options_.world_size;
+  out.shuffle = options_.shuffle;
+  out.chunk_window = options_.chunk_window;
+  return out;
+}
+
+void epoch_source::expect_same_fingerprint(loader_state const& saved) const {
+  auto const here = state_at({});
+  auto const mismatch = [&](char const* what, auto saved_value, auto current) {
+    GPUFEED_EXPECTS(saved_value == current,
+                    std::string{"cannot restore: the state was saved with "} + what + " = " +
+                        std::to_string(saved_value) + " but this loader has " +
+                        std::to_string(current) + "; construct the loader with the same settings");
+  };
+  mismatch("dataset size", saved.dataset_size, here.dataset_size);
+  mismatch("batch_size", saved.batch_size, here.batch_size);
+  mismatch("rank", saved.rank, here.rank);
+  mismatch("world_size", saved.world_size, here.world_size);
+  mismatch("shuffle", saved.shuffle, here.shuffle);
+  mismatch("seed", saved.seed, here.seed);
+  mismatch("chunk_window", saved.chunk_window, here.chunk_window);
+}
+
+}  // namespace gpufeed::detail
