@@ -19,7 +19,9 @@ namespace {
 
 using gpufeed::detail::teardown_queue;
 
-// A job that blocks until opened, standing in for a teardown that waits for the GPU.
+// A job that blocks until opened, standing in for a teardown that waits for the GPU. The wait
+// has a way out (far beyond any scheduling delay), so that a queue that ran jobs on the posting
+// thread fails the tests instead of hanging them.
 struct gate {
   std::mutex mutex;
   std::condition_variable opened_cv;
@@ -33,7 +35,7 @@ struct gate {
   }
   void wait() {
     std::unique_lock lock{mutex};
-    opened_cv.wait(lock, [&] { return opened; });
+    opened_cv.wait_for(lock, std::chrono::seconds{30}, [&] { return opened; });
   }
 };
 
