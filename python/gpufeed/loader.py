@@ -327,7 +327,9 @@ class DataLoader:
         """The loader's counters since it started (a dict; see docs/python.md)."""
         import json
 
-        return json.loads(self._core.stats_json())
+        counters = json.loads(self._core.stats_json())
+        counters["skipped_indices"] = self._core.skipped_indices()
+        return counters
 
     def diagnose(self, gpu_percent=None):
         """Where the bottleneck is, with the evidence and the fix (``gpu_percent``: the GPU's
@@ -394,7 +396,10 @@ class DataLoader:
 
     def _to_tensor(self, field):
         if self._output == "numpy":
-            return np.from_dlpack(field)
+            # Through the array interface: numpy marks arrays it imports by DLPack read-only
+            # (before 2.0), and such arrays cannot be passed on by DLPack; this one is writable
+            # and keeps the field (so the slot) alive as its base.
+            return np.asarray(field)
         if field.dtype == "bool" and self._torch_bool_by_uint8:
             return torch.utils.dlpack.from_dlpack(field.as_uint8()).view(torch.bool)
         return torch.utils.dlpack.from_dlpack(field)

@@ -113,8 +113,9 @@ class field {
                     py::object const& dl_device, py::object const& copy) const {
     if (!lease_->value) buffer_error("the batch was released; take the tensor before release()");
     if (!copy.is_none() && copy.cast<bool>()) {
-      buffer_error("gpufeed exports batches without copying (copy=True was asked); import the "
-                   "tensor, then copy it");
+      buffer_error(
+          "gpufeed exports batches without copying (copy=True was asked); import the "
+          "tensor, then copy it");
     }
     if (!dl_device.is_none()) {
       auto const want = dl_device.cast<std::pair<int, int>>();
@@ -138,8 +139,8 @@ class field {
     }
     dlpack::tensor t{};
     t.data = view_.data();
-    t.dev = on_device() ? dlpack::device{dlpack::cuda, view_.device()}
-                        : dlpack::device{dlpack::cpu, 0};
+    t.dev =
+        on_device() ? dlpack::device{dlpack::cuda, view_.device()} : dlpack::device{dlpack::cpu, 0};
     t.ndim = static_cast<std::int32_t>(view_.rank());
     t.dtype = to_dlpack(type_);
     t.shape = context->shape.data();
@@ -148,10 +149,10 @@ class field {
     auto* raw = context.get();
     PyObject* capsule = nullptr;
     if (versioned) {
-      raw->versioned = dlpack::managed_tensor_versioned{dlpack::current_version, raw,
-                                                        delete_versioned, 0, t};
-      capsule = PyCapsule_New(&raw->versioned, dlpack::versioned_capsule,
-                              versioned_capsule_destructor);
+      raw->versioned =
+          dlpack::managed_tensor_versioned{dlpack::current_version, raw, delete_versioned, 0, t};
+      capsule =
+          PyCapsule_New(&raw->versioned, dlpack::versioned_capsule, versioned_capsule_destructor);
     } else {
       raw->legacy = dlpack::managed_tensor{t, raw, delete_legacy};
       capsule = PyCapsule_New(&raw->legacy, dlpack::legacy_capsule, legacy_capsule_destructor);
@@ -194,8 +195,9 @@ class field {
       auto const given = stream.cast<std::intptr_t>();
       if (given == -1) return;  // the consumer asks for no synchronization
       if (given == 0) {
-        buffer_error("stream=0 is ambiguous for CUDA in DLPack; pass 1 for the legacy default "
-                     "stream, 2 for the per-thread default stream, or a stream handle");
+        buffer_error(
+            "stream=0 is ambiguous for CUDA in DLPack; pass 1 for the legacy default "
+            "stream, 2 for the per-thread default stream, or a stream handle");
       }
       value = static_cast<std::uintptr_t>(given);
     }
@@ -256,19 +258,17 @@ void bind_batch(py::module_& m) {
                              [](batch_lease const& l) {
                                auto const s = l.value.step();
                                return py::make_tuple(s.step, s.micro, s.micros_in_step,
-                                                     s.samples_in_step, s.last_micro,
-                                                     s.short_step);
+                                                     s.samples_in_step, s.last_micro, s.short_step);
                              })
       .def_property_readonly("indices",
                              [](batch_lease const& l) {
                                auto const i = l.value.indices();
                                return std::vector<std::size_t>{i.begin(), i.end()};
                              })
-      .def_property_readonly("skipped",
-                             [](batch_lease const& l) {
-                               auto const i = l.value.skipped();
-                               return std::vector<std::size_t>{i.begin(), i.end()};
-                             });
+      .def_property_readonly("skipped", [](batch_lease const& l) {
+        auto const i = l.value.skipped();
+        return std::vector<std::size_t>{i.begin(), i.end()};
+      });
 }
 
 }  // namespace gpufeed::python

@@ -25,8 +25,10 @@ namespace {
 
 py::list spec_of(dataset const& d) {
   py::list out;
-  for (auto const& f : d.spec().fields()) {
-    out.append(py::make_tuple(f.name, std::string{to_string(f.type)}, py::tuple(py::cast(f.shape))));
+  auto const spec = d.spec();  // by value: the loop must not run over a temporary's fields
+  for (auto const& f : spec.fields()) {
+    out.append(
+        py::make_tuple(f.name, std::string{to_string(f.type)}, py::tuple(py::cast(f.shape))));
   }
   return out;
 }
@@ -43,9 +45,8 @@ dtype dtype_of(std::string const& name, std::string const& where) {
 
 // A Python object kept alive by a C++ owner; its last reference is dropped under the GIL.
 std::shared_ptr<void const> keep_alive(py::object object) {
-  return {object.release().ptr(), [](void const* p) {
-            release_reference(static_cast<PyObject*>(const_cast<void*>(p)));
-          }};
+  return {object.release().ptr(),
+          [](void const* p) { release_reference(static_cast<PyObject*>(const_cast<void*>(p))); }};
 }
 
 #if GPUFEED_WITH_OPENCV
@@ -140,29 +141,32 @@ py::list entries_of(std::vector<image_entry> const& entries) {
 }  // namespace
 
 void bind_datasets(py::module_& m) {
-  py::class_<dataset, std::shared_ptr<dataset>>(m, "Dataset", py::dynamic_attr(), "A gpufeed dataset (C++).")
+  py::class_<dataset, std::shared_ptr<dataset>>(m, "Dataset", py::dynamic_attr(),
+                                                "A gpufeed dataset (C++).")
       .def("__len__", [](dataset const& d) { return d.size(); })
       .def_property_readonly("fields", &spec_of,
                              "The sample's fields: (name, dtype, shape) in order.");
 
   py::class_<synthetic, dataset, std::shared_ptr<synthetic>>(m, "Synthetic", py::dynamic_attr())
-      .def(py::init([](std::size_t size, std::vector<std::tuple<std::string, std::string,
-                                                                 std::vector<std::int64_t>>> const&
-                                             fields,
-                       std::uint64_t seed, double cpu_cost_us, double sleep_us, bool write) {
-             sample_spec spec;
-             for (auto const& [name, type, shape] : fields) {
-               spec.add(name, dtype_of(type, "fields"), shape);
-             }
-             synthetic_options o;
-             o.seed = seed;
-             o.cpu_cost = std::chrono::nanoseconds{static_cast<std::int64_t>(cpu_cost_us * 1e3)};
-             o.sleep = std::chrono::nanoseconds{static_cast<std::int64_t>(sleep_us * 1e3)};
-             o.write = write;
-             return std::make_shared<synthetic>(size, std::move(spec), o);
-           }),
-           py::arg("size"), py::arg("fields"), py::arg("seed") = 0, py::arg("cpu_cost_us") = 0.0,
-           py::arg("sleep_us") = 0.0, py::arg("write") = true);
+      .def(
+          py::init(
+              [](std::size_t size,
+                 std::vector<std::tuple<std::string, std::string, std::vector<std::int64_t>>> const&
+                     fields,
+                 std::uint64_t seed, double cpu_cost_us, double sleep_us, bool write) {
+                sample_spec spec;
+                for (auto const& [name, type, shape] : fields) {
+                  spec.add(name, dtype_of(type, "fields"), shape);
+                }
+                synthetic_options o;
+                o.seed = seed;
+                o.cpu_cost = std::chrono::nanoseconds{static_cast<std::int64_t>(cpu_cost_us * 1e3)};
+                o.sleep = std::chrono::nanoseconds{static_cast<std::int64_t>(sleep_us * 1e3)};
+                o.write = write;
+                return std::make_shared<synthetic>(size, std::move(spec), o);
+              }),
+          py::arg("size"), py::arg("fields"), py::arg("seed") = 0, py::arg("cpu_cost_us") = 0.0,
+          py::arg("sleep_us") = 0.0, py::arg("write") = true);
 
   py::class_<in_memory, dataset, std::shared_ptr<in_memory>>(m, "InMemory", py::dynamic_attr())
       .def(py::init([](std::size_t size) { return std::make_shared<in_memory>(size); }),
@@ -171,7 +175,8 @@ void bind_datasets(py::module_& m) {
           "add",
           [](in_memory& d, std::string name, py::buffer const& array) {
             auto const info = array.request();
-            auto const type = from_buffer_format(info.format, static_cast<std::size_t>(info.itemsize));
+            auto const type =
+                from_buffer_format(info.format, static_cast<std::size_t>(info.itemsize));
             if (!type) {
               throw py::value_error{"InMemory: array '" + name + "' has format '" + info.format +
                                     "', which gpufeed cannot batch"};
@@ -198,7 +203,8 @@ void bind_datasets(py::module_& m) {
           "Adds a field whose rows are the array's first dimension; keeps the array alive and "
           "does not copy it.");
 
-  py::class_<python_dataset, dataset, std::shared_ptr<python_dataset>>(m, "PythonDataset", py::dynamic_attr())
+  py::class_<python_dataset, dataset, std::shared_ptr<python_dataset>>(m, "PythonDataset",
+                                                                       py::dynamic_attr())
       .def(py::init([](py::object data, py::object worker_init_fn) {
              return std::make_shared<python_dataset>(std::move(data), std::move(worker_init_fn));
            }),
@@ -242,7 +248,8 @@ void bind_datasets(py::module_& m) {
 #endif
 
 #if GPUFEED_WITH_OPENCV
-  py::class_<image_folder, dataset, std::shared_ptr<image_folder>>(m, "ImageFolder", py::dynamic_attr())
+  py::class_<image_folder, dataset, std::shared_ptr<image_folder>>(m, "ImageFolder",
+                                                                   py::dynamic_attr())
       .def(py::init([](std::string const& root, py::kwargs const& kwargs) {
              return std::make_shared<image_folder>(root, image_options_from(kwargs));
            }),

@@ -5,8 +5,8 @@
 namespace gpufeed::python {
 
 namespace {
-constexpr std::array all_dtypes{dtype::u8,  dtype::i8,   dtype::u16, dtype::i16,
-                                dtype::i32, dtype::i64,  dtype::f16, dtype::bf16,
+constexpr std::array all_dtypes{dtype::u8,  dtype::i8,  dtype::u16,    dtype::i16,
+                                dtype::i32, dtype::i64, dtype::f16,    dtype::bf16,
                                 dtype::f32, dtype::f64, dtype::boolean};
 }  // namespace
 

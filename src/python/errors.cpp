@@ -45,9 +45,9 @@ void register_exception_translation() {
       if (thrown) std::rethrow_exception(thrown);
     } catch (python_error const& e) {
       py::object const exception = py::reinterpret_steal<py::object>(e.exception());
-      raise(py::reinterpret_borrow<py::object>(
-                reinterpret_cast<PyObject*>(Py_TYPE(exception.ptr()))),
-            exception);
+      raise(
+          py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(Py_TYPE(exception.ptr()))),
+          exception);
     } catch (sample_error const& e) {
       raise_sample_error(e);
     } catch (timeout_error const& e) {

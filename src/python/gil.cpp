@@ -35,7 +35,9 @@ thread_local persistent_thread_state this_thread_state;
 
 }  // namespace
 
-bool python_usable() noexcept { return Py_IsInitialized() != 0 && !finalizing(); }
+bool python_usable() noexcept {
+  return Py_IsInitialized() != 0 && !finalizing();
+}
 
 worker_gil::worker_gil() {
   auto const before = std::chrono::steady_clock::now();
@@ -46,7 +48,9 @@ worker_gil::worker_gil() {
                    .count();
 }
 
-worker_gil::~worker_gil() { PyGILState_Release(state_); }
+worker_gil::~worker_gil() {
+  PyGILState_Release(state_);
+}
 
 void release_reference(PyObject* object) noexcept {
   if (object == nullptr || !python_usable()) return;

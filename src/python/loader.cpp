@@ -38,6 +38,9 @@ class py_loader {
   py_loader(std::shared_ptr<dataset const> data, py::dict const& kwargs)
       : python_data_{std::dynamic_pointer_cast<python_dataset const>(data)} {
     auto options = options_from(kwargs);
+    if (python_data_ && options.workers != auto_workers) {  // before the first read
+      const_cast<python_dataset*>(python_data_.get())->set_workers(options.workers);
+    }
     {
       py::gil_scoped_release const released;  // the constructor starts threads that may read
       loader_.emplace(std::move(data), std::move(options));
@@ -91,8 +94,9 @@ class py_loader {
 
   void set_epoch_order(std::uint64_t epoch, py::buffer const& indices,
                        std::optional<py::buffer> const& batch_sizes) {
-    epoch_order order{to_sizes(indices, "indices"),
-                      batch_sizes ? to_sizes(*batch_sizes, "batch_sizes") : std::vector<std::size_t>{}};
+    epoch_order order{to_sizes(indices, "indices"), batch_sizes
+                                                        ? to_sizes(*batch_sizes, "batch_sizes")
+                                                        : std::vector<std::size_t>{}};
     py::gil_scoped_release const released;
     std::lock_guard const lock{consumer_};
     open_loader().set_epoch(epoch, std::move(order));
@@ -157,8 +161,8 @@ class py_loader {
     if (info.ndim != 1 || info.itemsize != 8 ||
         (info.format != "q" && info.format != "l" && info.format != "<q" && info.format != "<l")) {
       throw py::value_error{std::string{name} +
-                            ": expected a one-dimensional int64 array, got format '" +
-                            info.format + "' with " + std::to_string(info.ndim) + " dimensions"};
+                            ": expected a one-dimensional int64 array, got format '" + info.format +
+                            "' with " + std::to_string(info.ndim) + " dimensions"};
     }
     std::vector<std::size_t> out(static_cast<std::size_t>(info.shape[0]));
     auto const* base = static_cast<char const*>(info.ptr);
@@ -195,7 +199,9 @@ void close_all() {
 
 }  // namespace
 
-loader& native_loader(py::handle object) { return object.cast<py_loader&>().native(); }
+loader& native_loader(py::handle object) {
+  return object.cast<py_loader&>().native();
+}
 
 void bind_loader(py::module_& m) {
   py::class_<py_loader>(m, "Loader",
@@ -214,23 +220,20 @@ void bind_loader(py::module_& m) {
            py::arg("batch_sizes") = py::none())
       .def("close", &py_loader::close)
       .def_property_readonly("closed", &py_loader::closed)
-      .def_property_readonly("epoch", [](py_loader& l) { return l.query([](loader& x) { return x.epoch(); }); })
-      .def_property_readonly("batches_per_epoch",
-                             [](py_loader& l) {
-                               return l.query([](loader& x) { return x.batches_per_epoch(); });
-                             })
-      .def_property_readonly("steps_per_epoch",
-                             [](py_loader& l) {
-                               return l.query([](loader& x) { return x.steps_per_epoch(); });
-                             })
-      .def_property_readonly("samples_per_epoch",
-                             [](py_loader& l) {
-                               return l.query([](loader& x) { return x.samples_per_epoch(); });
-                             })
-      .def_property_readonly("batch_bytes",
-                             [](py_loader& l) {
-                               return l.query([](loader& x) { return x.batch_bytes(); });
-                             })
+      .def_property_readonly(
+          "epoch", [](py_loader& l) { return l.query([](loader& x) { return x.epoch(); }); })
+      .def_property_readonly(
+          "batches_per_epoch",
+          [](py_loader& l) { return l.query([](loader& x) { return x.batches_per_epoch(); }); })
+      .def_property_readonly(
+          "steps_per_epoch",
+          [](py_loader& l) { return l.query([](loader& x) { return x.steps_per_epoch(); }); })
+      .def_property_readonly(
+          "samples_per_epoch",
+          [](py_loader& l) { return l.query([](loader& x) { return x.samples_per_epoch(); }); })
+      .def_property_readonly(
+          "batch_bytes",
+          [](py_loader& l) { return l.query([](loader& x) { return x.batch_bytes(); }); })
       .def_property_readonly("resolved",
                              [](py_loader& l) {
                                return l.query([](loader& x) {
@@ -258,6 +261,10 @@ void bind_loader(py::module_& m) {
            })
       .def("stats_json",
            [](py_loader& l) { return l.query([](loader& x) { return to_json(x.snapshot()); }); })
+      .def("skipped_indices",
+           [](py_loader& l) {
+             return l.query([](loader& x) { return x.snapshot().skipped_indices; });
+           })
       .def("diagnose", &py_loader::diagnose, py::arg("gpu_percent") = py::none())
       .def("write_trace", [](py_loader& l, std::string const& path) {
         l.query([&](loader& x) {

@@ -24,8 +24,9 @@ PYBIND11_MODULE(_gpufeed, m) {
   gp::bind_loader(m);
   gp::bind_stats(m);
   m.attr("__version__") = gpufeed::version;
-  m.def("set_log_level", [](std::string const& level) { gpufeed::set_log_level(level); },
-        py::arg("level"), "'trace', 'debug', 'info', 'warn', 'error' or 'off'.");
+  m.def(
+      "set_log_level", [](std::string const& level) { gpufeed::set_log_level(level); },
+      py::arg("level"), "'trace', 'debug', 'info', 'warn', 'error' or 'off'.");
   m.def(
       "log",
       [](std::string const& level, std::string const& message) {

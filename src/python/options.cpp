@@ -122,7 +122,9 @@ using setter = std::function<void(loader_options&, py::handle, std::string const
 std::map<std::string, setter> const& setters() {
   static std::map<std::string, setter> const table{
       {"batch_size",
-       [](auto& o, auto v, auto const& n) { o.batch_size = as<std::size_t>(v, n, "a positive integer"); }},
+       [](auto& o, auto v, auto const& n) {
+         o.batch_size = as<std::size_t>(v, n, "a positive integer");
+       }},
       {"workers",
        [](auto& o, auto v, auto const& n) {
          o.workers = py::isinstance<py::str>(v) && v.template cast<std::string>() == "auto"

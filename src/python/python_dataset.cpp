@@ -37,7 +37,9 @@ std::string shape_text(std::span<std::int64_t const> shape) {
 
 }  // namespace
 
-worker_info const& current_worker_info() noexcept { return this_worker; }
+worker_info const& current_worker_info() noexcept {
+  return this_worker;
+}
 
 python_dataset::python_dataset(py::object data, py::object worker_init_fn)
     : dataset_{std::move(data)}, worker_init_fn_{std::move(worker_init_fn)} {

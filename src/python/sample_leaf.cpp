@@ -21,7 +21,9 @@ PyObject* call_method(PyObject* object, char const* name) {
                               "arrays or scalars, or CPU tensors"};
 }
 
-std::string type_name(PyObject* object) { return Py_TYPE(object)->tp_name; }
+std::string type_name(PyObject* object) {
+  return Py_TYPE(object)->tp_name;
+}
 
 // Copies an n-dimensional strided block: the innermost run of contiguous bytes at a time.
 void copy_strided(std::byte* out, std::byte const* in, std::int64_t const* shape,

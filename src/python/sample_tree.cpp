@@ -41,8 +41,8 @@ std::size_t sample_tree::add(py::handle object, std::string path, std::size_t de
   if (PyTuple_Check(object.ptr())) {
     nodes_[n].what = is_named_tuple(object) ? kind::named_tuple : kind::tuple;
     if (nodes_[n].what == kind::named_tuple) {
-      nodes_[n].type = py::reinterpret_borrow<py::object>(py::handle{
-          reinterpret_cast<PyObject*>(Py_TYPE(object.ptr()))});
+      nodes_[n].type = py::reinterpret_borrow<py::object>(
+          py::handle{reinterpret_cast<PyObject*>(Py_TYPE(object.ptr()))});
     }
     add_children(PyTuple_GET_SIZE(object.ptr()), [&](std::size_t i) {
       return py::handle{PyTuple_GET_ITEM(object.ptr(), static_cast<Py_ssize_t>(i))};
@@ -79,10 +79,10 @@ std::size_t sample_tree::add(py::handle object, std::string path, std::size_t de
 }
 
 void sample_tree::mismatch(node const& expected, py::handle got, char const* what) const {
-  throw std::invalid_argument{"'" + (expected.path.empty() ? std::string{"the sample"} : expected.path) +
-                              "' is a " + std::string{Py_TYPE(got.ptr())->tp_name} +
-                              " where sample 0 had " + what +
-                              "; every sample must have the same structure"};
+  throw std::invalid_argument{
+      "'" + (expected.path.empty() ? std::string{"the sample"} : expected.path) + "' is a " +
+      std::string{Py_TYPE(got.ptr())->tp_name} + " where sample 0 had " + what +
+      "; every sample must have the same structure"};
 }
 
 py::object sample_tree::describe(std::size_t n) const {
@@ -108,9 +108,13 @@ py::object sample_tree::describe(std::size_t n) const {
   return py::none();
 }
 
-py::object sample_tree::describe() const { return describe(0); }
+py::object sample_tree::describe() const {
+  return describe(0);
+}
 
-void sample_tree::clear() noexcept { nodes_.clear(); }
+void sample_tree::clear() noexcept {
+  nodes_.clear();
+}
 
 void sample_tree::clear_leaking() noexcept {
   for (auto& n : nodes_) {

@@ -46,11 +46,11 @@ class sample_tree {
   enum class kind : unsigned char { leaf, tuple, list, dict, named_tuple };
   struct node {
     kind what = kind::leaf;
-    std::size_t field = 0;               // leaf
-    std::vector<std::size_t> children;   // positions in nodes_
-    std::vector<py::object> keys;        // dict
-    py::object type;                     // dict, named_tuple
-    std::string path;                    // "" for the root
+    std::size_t field = 0;              // leaf
+    std::vector<std::size_t> children;  // positions in nodes_
+    std::vector<py::object> keys;       // dict
+    py::object type;                    // dict, named_tuple
+    std::string path;                   // "" for the root
   };
 
   std::size_t add(py::handle object, std::string path, std::size_t depth);
