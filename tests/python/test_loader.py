@@ -297,3 +297,24 @@ def test_cuda_batches_match_host_batches():
     on_gpu = list(gpufeed.DataLoader(data, batch_size=8, device="cuda"))
     assert all(b.is_cuda for b in on_gpu)
     assert [b.cpu().tolist() for b in on_gpu] == host
+
+
+def test_the_diagnosis_names_the_gil_when_python_work_serializes_the_workers():
+    class PurePython(torch.utils.data.Dataset):
+        def __len__(self):
+            return 240
+
+        def __getitem__(self, i):
+            total = 0
+            for k in range(20_000):  # bytecode: holds the GIL throughout
+                total += k * i
+            return np.int64(total % 7)
+
+    loader = gpufeed.DataLoader(PurePython(), batch_size=4, num_workers=4)
+    for _ in loader:
+        pass
+    d = loader.diagnose()
+    assert d.kind == "gil_bound", d
+    assert "GIL" in d.sentence and "gpufeed.datasets" in d.sentence
+    times = loader._native_dataset.gil_times()
+    assert times["reads"] >= 240 and times["wait_s"] > 0  # workers run ahead into epoch 1
