@@ -192,7 +192,6 @@ class DataLoader:
         self.timeout = timeout
         self.generator = generator
         self._output = output
-        self._torch_bool_by_uint8 = torch is not None and int(torch.__version__.split(".")[0]) < 2
         self._device_index = device_index
 
         # The dataset: a bundled one as it is, any other through the Python adapter.
@@ -271,6 +270,7 @@ class DataLoader:
         )
         self._core = _gpufeed.Loader(native, **options)
         resolved = self._core.resolved
+        self._cuda_device = resolved["device"] if resolved["cuda"] else None
         if order == "builtin" and resolved["world_size"] > 1 and rank is None:
             _say_once("rank", f"rank {resolved['rank']} of {resolved['world_size']} from torchrun's "
                       "environment: this rank reads its own share of each epoch (pass a "
@@ -391,7 +391,7 @@ class DataLoader:
     def _stream(self):
         if self._device_index is None:
             return None
-        s = torch.cuda.current_stream().cuda_stream
+        s = torch.cuda.current_stream(self._cuda_device).cuda_stream
         return s if s != 0 else 1  # DLPack's number for the legacy default stream
 
     def _to_tensor(self, field):
@@ -400,7 +400,7 @@ class DataLoader:
             # (before 2.0), and such arrays cannot be passed on by DLPack; this one is writable
             # and keeps the field (so the slot) alive as its base.
             return np.asarray(field)
-        if field.dtype == "bool" and self._torch_bool_by_uint8:
+        if field.dtype == "bool":  # torch 1.13 reads no DLPack bool; a uint8 view is free
             return torch.utils.dlpack.from_dlpack(field.as_uint8()).view(torch.bool)
         return torch.utils.dlpack.from_dlpack(field)
 
