@@ -9,77 +9,51 @@ import torch
 Point = collections.namedtuple("Point", ["a", "b"])
 
 
-class TupleSamples(torch.utils.data.Dataset):
-    """(float32 [2, 3] ndarray, Python int, Python float, Python bool)"""
+class Sized(torch.utils.data.Dataset):
+    """n samples; subclasses say what sample i is."""
 
     def __init__(self, n):
         self.n = n
 
     def __len__(self):
         return self.n
+
+
+class TupleSamples(Sized):
+    """(float32 [2, 3] ndarray, Python int, Python float, Python bool)"""
 
     def __getitem__(self, i):
         return (np.arange(6, dtype=np.float32).reshape(2, 3) + i, i, i * 0.5, i % 3 == 0)
 
 
-class DictSamples(torch.utils.data.Dataset):
+class DictSamples(Sized):
     """{"x": int16 tensor [3], "y": numpy int32 scalar, "nested": {"z": uint8 [2] ndarray}}"""
-
-    def __init__(self, n):
-        self.n = n
-
-    def __len__(self):
-        return self.n
 
     def __getitem__(self, i):
         return {"x": torch.full((3,), i, dtype=torch.int16), "y": np.int32(-i),
                 "nested": {"z": np.array([i % 256, 7], dtype=np.uint8)}}
 
 
-class ListSamples(torch.utils.data.Dataset):
+class ListSamples(Sized):
     """[int64 [2] ndarray, float32 0-d tensor, a transposed (non-contiguous) float64 array]"""
-
-    def __init__(self, n):
-        self.n = n
-
-    def __len__(self):
-        return self.n
 
     def __getitem__(self, i):
         strided = np.arange(12, dtype=np.float64).reshape(3, 4).T * i  # not C-contiguous
         return [np.array([i, -i], dtype=np.int64), torch.tensor(i * 1.5), strided]
 
 
-class NamedSamples(torch.utils.data.Dataset):
-    def __init__(self, n):
-        self.n = n
-
-    def __len__(self):
-        return self.n
-
+class NamedSamples(Sized):
     def __getitem__(self, i):
         return Point(np.float64(i) / 3, torch.tensor([i, i + 1], dtype=torch.int32))
 
 
-class BareSamples(torch.utils.data.Dataset):
-    def __init__(self, n):
-        self.n = n
-
-    def __len__(self):
-        return self.n
-
+class BareSamples(Sized):
     def __getitem__(self, i):
         return torch.tensor([i, 2 * i], dtype=torch.int64)
 
 
-class Indices(torch.utils.data.Dataset):
+class Indices(Sized):
     """Sample i is the int i: the batches say which samples came, in which order."""
-
-    def __init__(self, n):
-        self.n = n
-
-    def __len__(self):
-        return self.n
 
     def __getitem__(self, i):
         return i
