@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -22,6 +23,7 @@
 #include "gpufeed/detail/latency_histogram.hpp"
 #include "gpufeed/detail/nvtx.hpp"
 #include "gpufeed/detail/slot.hpp"
+#include "gpufeed/detail/teardown_queue.hpp"
 #include "gpufeed/detail/transform_kernel.hpp"
 #include "gpufeed/detail/units.hpp"
 #include "gpufeed/error.hpp"
@@ -78,28 +80,22 @@ class cuda_stage final : public device_stage {
   }
 
   ~cuda_stage() override {
-    // The workers are joined. Wait for every queued copy and for the consumer's last use of
-    // each slot, so that no memory is freed under a kernel or a copy.
+    // The workers are joined, but whichever thread dropped the last reference to the loader is
+    // running this (with batches outliving their loader: whichever thread freed the last
+    // tensor, torch's autograd thread in a backward pass, say). What must wait for the GPU
+    // (every queued copy, the consumer's last use of each slot, and the frees, which
+    // synchronize the device) runs on the teardown thread; make_cuda_stage waits for it before
+    // allocating again.
+    auto const count = count_.load(std::memory_order_acquire);
     try {
-      cuda::device_guard const guard{device_};
-      GPUFEED_CUDA_LOG(cudaStreamSynchronize(copy_.native()));
-      auto const count = count_.load(std::memory_order_acquire);
-      for (std::size_t i = 0; i < count; ++i) {
-        auto const& p = *parts_[i];
-        for (std::size_t r = 0; r < p.recorded; ++r) {
-          GPUFEED_CUDA_LOG(cudaEventSynchronize(p.releases[r].native()));
-        }
-      }
-      // Freed here, while the guard holds the stage's device, not by the members' destructors.
-      for (std::size_t i = 0; i < count; ++i) {
-        parts_[i].reset();
-      }
-      constants_ = cuda::device_buffer{};
-    } catch (std::exception const& e) {
-      try {
-        logger()->error("gpufeed: CUDA teardown: {}", e.what());
-      } catch (...) {
-      }
+      auto remains = std::make_shared<leftovers>(device_, std::move(copy_), std::move(constants_),
+                                                 std::move(parts_), count);
+      teardown_async([remains] { remains->release(); });
+    } catch (...) {
+      // No memory to hand it over: the teardown runs here (whatever was handed over already
+      // ran in leftovers' destructor).
+      leftovers{device_, std::move(copy_), std::move(constants_), std::move(parts_), count}
+          .release();
     }
   }
 
@@ -274,6 +270,54 @@ class cuda_stage final : public device_stage {
     std::size_t recorded = 0;
   };
 
+  // What the destructor hands to the teardown thread: release() waits for the copy stream and
+  // for each slot's last release, then frees the slots and the constants while the stage's
+  // device is current. Its destructor releases too, so that no path frees without waiting.
+  struct leftovers {
+    leftovers(int d, cuda::cuda_stream&& stream, cuda::device_buffer&& values,
+              std::unique_ptr<std::unique_ptr<slot_part>[]>&& slots, std::size_t n) noexcept
+        : device{d},
+          copy{std::move(stream)},
+          constants{std::move(values)},
+          parts{std::move(slots)},
+          count{n} {}
+    leftovers(leftovers const&) = delete;
+    leftovers& operator=(leftovers const&) = delete;
+    ~leftovers() { release(); }
+
+    void release() noexcept {
+      if (!parts) {
+        return;  // released already, or nothing was handed over
+      }
+      try {
+        cuda::device_guard const guard{device};
+        GPUFEED_CUDA_LOG(cudaStreamSynchronize(copy.native()));
+        for (std::size_t i = 0; i < count; ++i) {
+          auto const& p = *parts[i];
+          for (std::size_t r = 0; r < p.recorded; ++r) {
+            GPUFEED_CUDA_LOG(cudaEventSynchronize(p.releases[r].native()));
+          }
+        }
+        for (std::size_t i = 0; i < count; ++i) {
+          parts[i].reset();
+        }
+        parts.reset();
+        constants = cuda::device_buffer{};
+      } catch (std::exception const& e) {
+        try {
+          logger()->error("gpufeed: CUDA teardown: {}", e.what());
+        } catch (...) {
+        }
+      }
+    }
+
+    int device;
+    cuda::cuda_stream copy;  // destroyed last: cudaStreamDestroy returns at once
+    cuda::device_buffer constants;
+    std::unique_ptr<std::unique_ptr<slot_part>[]> parts;
+    std::size_t count;
+  };
+
   // Refuses `slots` slots when they would pin more than the budget, before anything is
   // allocated.
   void check_budget(std::size_t slots, std::size_t slot_bytes) const {
@@ -368,6 +412,9 @@ std::unique_ptr<device_stage> make_cuda_stage(slot_layout const& host, std::size
                                               std::size_t max_slots,
                                               loader_options const& options) {
   auto const device = checked_device(options);
+  // Loaders destroyed before this one may still be freeing on the teardown thread: their memory
+  // comes back first, so that loaders made one after another never hold two rings at once.
+  wait_for_teardowns();
   cuda::device_guard const guard{device};  // the stream, events and memory go on `device`
   return std::make_unique<cuda_stage>(device, host, slots, max_slots, options);
 }

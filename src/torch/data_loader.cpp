@@ -1,98 +1,21 @@
 #include "gpufeed/torch/data_loader.hpp"
 
-#include <algorithm>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <exception>
+#include <string>
 #include <utility>
 
 #include "gpufeed/error.hpp"
 #include "gpufeed/log.hpp"
 #include "gpufeed/torch/current_stream.hpp"
 
+#include <spdlog/spdlog.h>
+
 namespace gpufeed::torch {
 
-data_loader_options::data_loader_options(std::size_t batch_size) {
-  options_.batch_size = batch_size;
-  options_.workers = 1;
-}
-
-data_loader_options::data_loader_options(::torch::data::DataLoaderOptions const& options)
-    : data_loader_options{options.batch_size()} {
-  workers(options.workers());
-  drop_last(options.drop_last());
-  // c10::optional in libtorch 1.13, std::optional in 2.x.
-  auto const limit = options.timeout();
-  if (limit.has_value()) timeout(std::chrono::milliseconds{*limit});
-  // max_jobs bounds libtorch's queue of index batches; gpufeed's ring is prefetch_depth.
-}
-
-data_loader_options& data_loader_options::batch_size(std::size_t value) {
-  options_.batch_size = value;
-  return *this;
-}
-
-data_loader_options& data_loader_options::workers(std::size_t value) {
-  // Checked by validate() like every loader option; only libtorch's 0 is translated. Values
-  // beyond unsigned saturate to its largest, gpufeed::auto_workers.
-  options_.workers =
-      value == 0 ? 1U : static_cast<unsigned>(std::min<std::size_t>(value, auto_workers));
-  return *this;
-}
-
-data_loader_options& data_loader_options::drop_last(bool value) {
-  options_.last_batch = value ? tail_policy::drop : tail_policy::keep;
-  return *this;
-}
-
-bool data_loader_options::drop_last() const noexcept {
-  return options_.last_batch == tail_policy::drop;
-}
-
-data_loader_options& data_loader_options::enforce_ordering(bool /*value*/) {
-  return *this;
-}
-
-data_loader_options& data_loader_options::timeout(std::optional<std::chrono::milliseconds> value) {
-  options_.timeout = value.value_or(std::chrono::milliseconds{0});
-  return *this;
-}
-
-std::optional<std::chrono::milliseconds> data_loader_options::timeout() const noexcept {
-  if (options_.timeout.count() == 0) return std::nullopt;
-  return options_.timeout;
-}
-
-data_loader_options& data_loader_options::prefetch_depth(std::size_t value) {
-  options_.prefetch_depth = value;
-  return *this;
-}
-
-data_loader_options& data_loader_options::accumulation_steps(std::size_t value) {
-  options_.accumulation_steps = value;
-  return *this;
-}
-
-data_loader_options& data_loader_options::seed(std::uint64_t value) {
-  options_.seed = value;
-  return *this;
-}
-
-data_loader_options& data_loader_options::shuffle(bool value) {
-  shuffle_ = value;
-  options_.shuffle = value;
-  return *this;
-}
-
-data_loader_options& data_loader_options::device(int cuda_device) {
-  options_.target = placement::cuda;
-  options_.device = cuda_device;
-  return *this;
-}
-
-data_loader_options& data_loader_options::on_error(error_policy value) {
-  options_.on_error = value;
-  return *this;
-}
-
 namespace {
+
 loader_options checked(data_loader_options const& options) {
   if (options.loader().target == placement::cuda) {
     GPUFEED_EXPECTS(detail::torch_has_cuda(),
@@ -103,25 +26,169 @@ loader_options checked(data_loader_options const& options) {
   }
   return options.loader();
 }
+
+// The seed torch::manual_seed set (or torch's default seed), read without drawing from the
+// generator, so that the program's random numbers stay those it would have without gpufeed.
+std::uint64_t torch_seed() {
+  return at::detail::getDefaultCPUGenerator().current_seed();
+}
+
+// libtorch's view of the options in force.
+::torch::data::FullDataLoaderOptions full_options_of(gpufeed::loader& l, bool drop_last) {
+  auto const& o = l.options();
+  auto const counts = l.snapshot();
+  ::torch::data::DataLoaderOptions out{o.batch_size};
+  out.workers(o.workers == auto_workers ? counts.worker_threads : o.workers);
+  out.max_jobs(o.prefetch_depth == auto_depth ? counts.ring_capacity : o.prefetch_depth);
+  if (o.timeout.count() > 0) out.timeout(o.timeout);
+  out.enforce_ordering(true).drop_last(drop_last);
+  return ::torch::data::FullDataLoaderOptions{out};
+}
+
 }  // namespace
 
 data_loader::data_loader(std::shared_ptr<gpufeed::dataset const> dataset,
                          data_loader_options const& options)
-    : loader_{std::move(dataset), checked(options)} {}
+    : data_loader{std::move(dataset), options, nullptr} {}
+
+data_loader::data_loader(std::shared_ptr<gpufeed::dataset const> dataset,
+                         data_loader_options const& options,
+                         std::unique_ptr<detail::sampler_orders> sampler)
+    : sampler_{std::move(sampler)},
+      batch_size_{options.batch_size()},
+      drop_last_{options.drop_last()},
+      full_options_{::torch::data::DataLoaderOptions{}} {
+  auto o = checked(options);
+  auto notes = options.notes_;
+  auto const world = resolve_distributed(o).world_size.value_or(1);
+  if (sampler_) {
+    o.order = sample_order::given;
+    notes.push_back("each epoch's order is drawn from the sampler (" + sampler_->name() + "), " +
+                    (sampler_->draws_ahead() ? "ahead of the epoch, as it depends on the "
+                                               "sampler's own state only"
+                                             : "when the epoch begins, as libtorch's loader does"));
+    if (world > 1 && !sampler_->distributed()) {
+      logger()->warn(
+          "gpufeed::torch: WORLD_SIZE is {} but the sampler ({}) is not a distributed one: every "
+          "rank reads the whole dataset, as with libtorch's loader; pass "
+          "DistributedRandomSampler(size, world_size, rank) to give each rank its share",
+          world, sampler_->name());
+    }
+  }
+  if (!options.seed_.has_value() && o.seed == 0) {
+    bool const shuffles = o.shuffle && !sampler_;
+    if (world == 1) {
+      o.seed = torch_seed();
+      if (shuffles) {
+        notes.push_back("shuffle seed " + std::to_string(o.seed) +
+                        ": torch's seed (torch::manual_seed, or torch's default); seed(s) sets "
+                        "another");
+      }
+    } else if (shuffles) {
+      notes.push_back("shuffle seed 0 on each of the " + std::to_string(world) +
+                      " ranks: every rank must shuffle alike to take disjoint shares, and torch's "
+                      "seed often differs by rank; seed(s) sets another");
+    }
+  }
+  loader_.emplace(std::move(dataset), o);
+  for (auto const& note : notes) logger()->info("gpufeed::torch: {}", note);
+  full_options_ = full_options_of(*loader_, drop_last_);
+  if (sampler_ && sampler_->draws_ahead()) give_order(0);  // the workers start at once
+}
+
+data_loader::data_loader(data_loader&&) noexcept = default;
+data_loader& data_loader::operator=(data_loader&&) noexcept = default;
+data_loader::~data_loader() = default;
+
+gpufeed::loader& data_loader::running() {
+  GPUFEED_EXPECTS(loader_.has_value(),
+                  "gpufeed::torch: this data loader was joined (join() stopped its workers); make "
+                  "a new one to load again");
+  return *loader_;
+}
+
+gpufeed::loader& data_loader::loader() {
+  return running();
+}
+
+void data_loader::give_order(std::uint64_t epoch) {
+  auto& l = running();
+  std::optional<std::uint64_t> sampler_epoch;
+  if (follow_epochs_ && sampler_->distributed()) {
+    sampler_->set_epoch(epoch);
+    sampler_epoch = epoch;
+  }
+  l.set_epoch(epoch, sampler_->draw(batch_size_, drop_last_));
+  given_epoch_ = epoch;
+  given_sampler_epoch_ = sampler_epoch;
+}
 
 std::optional<tensor_batch> data_loader::next() {
-  auto const& o = loader_.options();
-  auto b = o.target == placement::cuda ? loader_.next(detail::current_stream(o.device.value_or(0)))
-                                       : loader_.next();
+  auto& l = running();
+  if (end_owed_) {
+    end_owed_ = false;
+    return std::nullopt;
+  }
+  if (sampler_ && given_epoch_ != l.epoch()) give_order(l.epoch());
+  auto const& o = l.options();
+  auto b =
+      o.target == placement::cuda ? l.next(detail::current_stream(o.device.value_or(0))) : l.next();
   if (!b) return std::nullopt;
+  if (sampler_ && sampler_->draws_ahead() && b->sequence() + 1 == l.batches_per_epoch()) {
+    // The last batch of the epoch: the sampler's next epoch depends on its own state only, so it
+    // is given now and the workers prepare its first batches while this one is used. The core
+    // then stands at its start; the caller still gets this epoch's end from the next call.
+    try {
+      give_order(b->epoch() + 1);
+      end_owed_ = true;
+    } catch (std::exception const&) {
+      // Not lost: drawn again, and raised then, when the next epoch begins.
+    }
+  }
   return to_tensors(std::move(*b));
 }
 
-data_loader::iterator data_loader::begin() {
-  if (loader_.state().next_sequence != 0) {
-    loader_.set_epoch(loader_.epoch() + 1);  // an epoch left half-way: start the next one
+void data_loader::start_epoch() {
+  auto& l = running();
+  if (end_owed_) {
+    end_owed_ = false;  // the next epoch was given ahead: the core stands at its start
+    return;
   }
+  if (l.state().next_sequence == 0) return;
+  auto const next = l.epoch() + 1;  // an epoch left half-way: start the next one
+  if (sampler_) {
+    give_order(next);
+  } else {
+    l.set_epoch(next);
+  }
+}
+
+data_loader::iterator data_loader::begin() {
+  start_epoch();
   return iterator{this};
+}
+
+void data_loader::set_epoch(std::uint64_t epoch) {
+  auto& l = running();
+  end_owed_ = false;
+  if (!sampler_) {
+    l.set_epoch(epoch);
+    return;
+  }
+  follow_epochs_ = true;
+  // Already drawn ahead for this epoch, with this sampler epoch, and nothing of it consumed:
+  // drawing again would give the same order and discard what the workers prepared.
+  bool const same_epoch = !sampler_->distributed() || given_sampler_epoch_ == epoch;
+  if (sampler_->draws_ahead() && given_epoch_ == epoch && same_epoch && l.epoch() == epoch &&
+      l.state().next_sequence == 0) {
+    return;
+  }
+  give_order(epoch);
+}
+
+void data_loader::join() {
+  loader_.reset();
+  end_owed_ = false;
 }
 
 }  // namespace gpufeed::torch

@@ -5,6 +5,7 @@
 
 #include "gpufeed/error.hpp"
 #include "gpufeed/tensor_view.hpp"
+#include "gpufeed/torch/current_stream.hpp"
 
 namespace gpufeed::torch {
 
@@ -45,8 +46,9 @@ namespace gpufeed::torch {
 dtype from_torch_dtype(::torch::Dtype type) {
   switch (type) {
     case ::torch::kUInt8:
-    case ::torch::kBool:
       return dtype::u8;
+    case ::torch::kBool:
+      return dtype::boolean;
     case ::torch::kInt8:
       return dtype::i8;
     case ::torch::kInt16:
@@ -84,6 +86,36 @@ dtype from_torch_dtype(::torch::Dtype type) {
                     "'; its fields are: " + known};
 }
 
+namespace {
+// The lease behind `b`'s tensors, and its device (-1 on the host), for use_on.
+std::shared_ptr<batch> lease_of(std::weak_ptr<batch> const& lease) {
+  auto held = lease.lock();
+  GPUFEED_EXPECTS(held != nullptr,
+                  "gpufeed::torch: use_on on a batch whose tensors are all gone (the slot is back "
+                  "in the ring); declare the stream while the batch's tensors are alive");
+  return held;
+}
+int device_of(tensor_batch const& b) {
+  return b.fields.empty() || !b.fields.front().is_cuda()
+             ? -1
+             : static_cast<int>(b.fields.front().get_device());
+}
+}  // namespace
+
+void tensor_batch::use_on(::c10::Stream stream) const {
+  auto const held = lease_of(lease_);
+  auto const device = device_of(*this);
+  if (device < 0) return;  // host memory: no stream reads it before the slot is refilled
+  held->use_on(detail::cuda_stream_of(stream, device));
+}
+
+void tensor_batch::use_on_current_stream() const {
+  auto const held = lease_of(lease_);
+  auto const device = device_of(*this);
+  if (device < 0) return;
+  held->use_on(detail::current_stream(device));
+}
+
 tensor_batch to_tensors(batch&& b) {
   GPUFEED_EXPECTS(static_cast<bool>(b),
                   "gpufeed::torch::to_tensors: the batch is empty (moved "
@@ -91,6 +123,7 @@ tensor_batch to_tensors(batch&& b) {
   // One lease shared by every tensor of the batch: the slot goes back when the last one dies.
   auto lease = std::make_shared<batch>(std::move(b));
   tensor_batch out;
+  out.lease_ = lease;
   out.step = lease->step();
   out.epoch = lease->epoch();
   out.sequence = lease->sequence();

@@ -472,6 +472,30 @@ TEST_F(CudaLoader, BatchOutlivingItsLoaderKeepsItsMemory) {
   }
 }
 
+TEST_F(CudaLoader, TheLastBatchOfAGoneLoaderIsReleasedWithoutWaitingForTheGpu) {
+  // Dropping the last batch of a destroyed loader tears the CUDA stage down; that teardown waits
+  // for the batch's release on the consumer stream, which is still spinning (2 s). It must run
+  // off this thread: the release returns while the stream is still busy. (Held on the old,
+  // synchronous teardown, the release returned only after the spin, and the query below said
+  // the stream was done.)
+  auto data = std::make_shared<synthetic>(16, sample_spec{}.add("x", dtype::u8, {1 << 16}));
+  std::optional<batch> held;
+  {
+    loader feed{data, cuda_options(4)};
+    held = feed.next();
+    ASSERT_TRUE(held);
+  }
+  spin_async(2'000'000, stream().native());
+  held.reset();
+  EXPECT_EQ(cudaStreamQuery(stream().native()), cudaErrorNotReady);
+  stream_->synchronize();
+  // The next loader waits for that teardown before it allocates, and works as usual.
+  loader again{data, cuda_options(4)};
+  auto b = again.next();
+  ASSERT_TRUE(b);
+  EXPECT_EQ(to_host(b->field(0)), expected_field(*data, *b, 0));
+}
+
 TEST_F(CudaLoader, PinnedBudgetTooSmallSaysWhatToChange) {
   auto data = std::make_shared<synthetic>(100, sample_spec{}.add("x", dtype::u8, {1 << 16}));
   auto options = cuda_options(16);  // 1 MiB per batch, 3 slots

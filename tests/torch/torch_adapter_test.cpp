@@ -18,6 +18,7 @@
 #include "gpufeed/torch.hpp"
 #include "gpufeed/torch/current_stream.hpp"
 #include "support/test_datasets.hpp"
+#include "torch/torch_test_datasets.hpp"
 
 namespace {
 
@@ -25,31 +26,7 @@ namespace gt = gpufeed::torch;
 using torch::data::DataLoaderOptions;
 using torch::data::samplers::SequentialSampler;
 using torch::data::transforms::Stack;
-
-// A libtorch dataset as its users write one: whole tensors in memory, get(i) returns row i.
-class rows_dataset : public torch::data::datasets::Dataset<rows_dataset> {
- public:
-  explicit rows_dataset(std::int64_t n, std::int64_t odd_one = -1) : odd_one_{odd_one} {
-    torch::manual_seed(7);
-    images_ = torch::rand({n, 3, 5, 4});
-    labels_ = torch::randint(0, 10, {n}, torch::kInt64);
-  }
-  torch::data::Example<> get(std::size_t index) override {
-    auto const i = static_cast<std::int64_t>(index);
-    if (i == odd_one_) return {torch::zeros({3, 4, 4}), labels_[i]};  // the wrong shape
-    return {images_[i], labels_[i]};
-  }
-  torch::optional<std::size_t> size() const override {
-    return static_cast<std::size_t>(images_.size(0));
-  }
-  [[nodiscard]] torch::Tensor const& images() const { return images_; }
-  [[nodiscard]] torch::Tensor const& labels() const { return labels_; }
-
- private:
-  torch::Tensor images_;
-  torch::Tensor labels_;
-  std::int64_t odd_one_;
-};
+using torch_test::rows_dataset;
 
 // Examples without a target.
 class unlabelled_dataset
@@ -132,16 +109,14 @@ struct negate_batch : torch::data::transforms::BatchTransform<std::vector<torch:
 template <class Dataset>
 std::vector<torch::data::Example<>> libtorch_batches_of(Dataset dataset, std::size_t batch,
                                                         std::size_t workers) {
-  auto loader = torch::data::make_data_loader<SequentialSampler>(
-      std::move(dataset),
+  auto const size = *dataset.size();
+  return torch_test::libtorch_batches(
+      std::move(dataset), SequentialSampler{size},
       DataLoaderOptions().batch_size(batch).workers(workers).enforce_ordering(true));
-  std::vector<torch::data::Example<>> out;
-  for (auto& b : *loader) out.push_back(b);
-  return out;
 }
 
-std::vector<torch::data::Example<>> libtorch_batches(rows_dataset const& data, std::size_t batch,
-                                                     std::size_t workers) {
+std::vector<torch::data::Example<>> libtorch_row_batches(rows_dataset const& data,
+                                                         std::size_t batch, std::size_t workers) {
   return libtorch_batches_of(rows_dataset{data}.map(Stack<>()), batch, workers);
 }
 
@@ -163,7 +138,7 @@ void expect_libtorchs_batches(Dataset const& dataset, std::size_t batch) {
 
 TEST(torch_adapter_test, WrappedDatasetGivesLibtorchsBatchesInLibtorchsOrder) {
   rows_dataset const data{37};
-  auto const want = libtorch_batches(data, 8, 2);
+  auto const want = libtorch_row_batches(data, 8, 2);
   auto loader = gt::make_data_loader<SequentialSampler>(
       rows_dataset{data}.map(Stack<>()),
       DataLoaderOptions().batch_size(8).workers(2).enforce_ordering(true));
@@ -181,8 +156,8 @@ TEST(torch_adapter_test, WrappedDatasetGivesLibtorchsBatchesInLibtorchsOrder) {
 
 TEST(torch_adapter_test, TensorsEqualTheDatasetRowsTheirIndicesName) {
   rows_dataset const data{50};
-  auto loader =
-      gt::make_data_loader(rows_dataset{data}, gt::data_loader_options{6}.workers(3).seed(11));
+  auto loader = gt::make_data_loader(rows_dataset{data}.map(Stack<>()),
+                                     gt::data_loader_options{6}.workers(3).seed(11));
   std::set<std::int64_t> seen;
   for (auto& b : *loader) {
     ASSERT_EQ(b.size(), b.data.size(0));
@@ -205,12 +180,18 @@ TEST(torch_adapter_test, RandomSamplerShufflesWithTheSeedAndSequentialDoesNot) {
     for (auto& b : *loader) out.insert(out.end(), b.indices.begin(), b.indices.end());
     return out;
   };
-  auto const shuffled = order(
-      [&] { return gt::make_data_loader(rows_dataset{data}, gt::data_loader_options{5}.seed(3)); });
-  auto const again = order(
-      [&] { return gt::make_data_loader(rows_dataset{data}, gt::data_loader_options{5}.seed(3)); });
-  auto const sequential = order(
-      [&] { return gt::make_data_loader<SequentialSampler>(rows_dataset{data}, std::size_t{5}); });
+  auto const shuffled = order([&] {
+    return gt::make_data_loader(rows_dataset{data}.map(Stack<>()),
+                                gt::data_loader_options{5}.seed(3));
+  });
+  auto const again = order([&] {
+    return gt::make_data_loader(rows_dataset{data}.map(Stack<>()),
+                                gt::data_loader_options{5}.seed(3));
+  });
+  auto const sequential = order([&] {
+    return gt::make_data_loader<SequentialSampler>(rows_dataset{data}.map(Stack<>()),
+                                                   std::size_t{5});
+  });
   std::vector<std::int64_t> in_order(40);
   for (std::int64_t i = 0; i < 40; ++i) in_order[static_cast<std::size_t>(i)] = i;
   EXPECT_EQ(sequential, in_order);
@@ -253,7 +234,8 @@ TEST(torch_adapter_test, NonContiguousExamplesAreCopiedByTheirValues) {
   auto const first = data.get(0);
   ASSERT_FALSE(first.data.is_contiguous());
   ASSERT_FALSE(first.target.is_contiguous());
-  auto loader = gt::make_data_loader<SequentialSampler>(strided_dataset{data}, std::size_t{4});
+  auto loader =
+      gt::make_data_loader<SequentialSampler>(strided_dataset{data}.map(Stack<>()), std::size_t{4});
   std::int64_t seen = 0;
   for (auto& b : *loader) {
     EXPECT_EQ(b.data.sizes().vec(), (std::vector<std::int64_t>{b.size(), 3, 4, 5}));
@@ -275,7 +257,7 @@ TEST(torch_adapter_test, AutomaticWorkersEachReadThroughTheirOwnCopy) {
   options.loader().workers = gpufeed::auto_workers;
   options.loader().prefetch_depth = gpufeed::auto_depth;
   options.loader().autotune.max_workers = 8;  // more threads than this machine's cores
-  auto loader = gt::make_data_loader(std::move(data), options);
+  auto loader = gt::make_data_loader(std::move(data).map(Stack<>()), options);
   std::set<std::int64_t> seen;
   for (auto& b : *loader) {
     for (std::int64_t r = 0; r < b.size(); ++r) {
@@ -301,7 +283,8 @@ TEST(torch_adapter_test, WorkersTakesGpufeedsAutomaticCount) {
 }
 
 TEST(torch_adapter_test, ExamplesWithoutATargetHaveData) {
-  auto loader = gt::make_data_loader<SequentialSampler>(unlabelled_dataset{}, std::size_t{4});
+  auto loader = gt::make_data_loader<SequentialSampler>(
+      unlabelled_dataset{}.map(Stack<torch::data::TensorExample>()), std::size_t{4});
   auto b = loader->next();
   ASSERT_TRUE(b.has_value());
   EXPECT_FALSE(b->target.defined());
@@ -319,7 +302,8 @@ TEST(torch_adapter_test, LibtorchOptionsMeanWhatTheySay) {
   EXPECT_TRUE(from_torch.drop_last());
   EXPECT_EQ(from_torch.timeout(), std::chrono::milliseconds{1500});
   rows_dataset const data{37};
-  auto loader = gt::make_data_loader<SequentialSampler>(rows_dataset{data}, from_torch);
+  auto loader =
+      gt::make_data_loader<SequentialSampler>(rows_dataset{data}.map(Stack<>()), from_torch);
   std::size_t batches = 0;
   for (auto& b : *loader) {
     EXPECT_EQ(b.size(), 16);
@@ -330,7 +314,8 @@ TEST(torch_adapter_test, LibtorchOptionsMeanWhatTheySay) {
 
 TEST(torch_adapter_test, BeginAfterABrokenEpochStartsTheNextOne) {
   rows_dataset const data{20};
-  auto loader = gt::make_data_loader<SequentialSampler>(rows_dataset{data}, std::size_t{5});
+  auto loader =
+      gt::make_data_loader<SequentialSampler>(rows_dataset{data}.map(Stack<>()), std::size_t{5});
   for (auto& b : *loader) {
     EXPECT_EQ(b.epoch, 0U);
     break;
@@ -354,7 +339,8 @@ TEST(torch_adapter_test, TheSlotIsLeasedUntilTheLastViewOfItsTensorsGoes) {
     if (!may_grow) {
       options.loader().held_batches_budget = 0;
     }
-    auto loader = gt::make_data_loader<SequentialSampler>(rows_dataset{data}, options);
+    auto loader =
+        gt::make_data_loader<SequentialSampler>(rows_dataset{data}.map(Stack<>()), options);
     auto first = loader->next();
     auto second = loader->next();
     ASSERT_TRUE(first && second);
@@ -385,7 +371,7 @@ TEST(torch_adapter_test, ReleasingTheTensorsGivesTheSlotBack) {
   rows_dataset const data{40};
   auto options = gt::data_loader_options{4}.prefetch_depth(2);
   options.loader().timeout = std::chrono::milliseconds{20'000};
-  auto loader = gt::make_data_loader<SequentialSampler>(rows_dataset{data}, options);
+  auto loader = gt::make_data_loader<SequentialSampler>(rows_dataset{data}.map(Stack<>()), options);
   for (std::size_t b = 0; b < 10; ++b) {
     auto batch = loader->next();  // each batch's tensors die at the end of the iteration
     ASSERT_TRUE(batch.has_value()) << "batch " << b;
@@ -398,7 +384,8 @@ TEST(torch_adapter_test, TensorsOutliveTheirLoaderSafely) {
   torch::Tensor kept;
   std::int64_t first = -1;
   {
-    auto loader = gt::make_data_loader<SequentialSampler>(rows_dataset{data}, std::size_t{8});
+    auto loader =
+        gt::make_data_loader<SequentialSampler>(rows_dataset{data}.map(Stack<>()), std::size_t{8});
     auto b = loader->next();
     ASSERT_TRUE(b.has_value());
     kept = b->data;
@@ -409,7 +396,8 @@ TEST(torch_adapter_test, TensorsOutliveTheirLoaderSafely) {
 
 TEST(torch_adapter_test, AnExampleOfAnotherShapeIsAnErrorNamingItsIndex) {
   rows_dataset const data{16, /*odd_one=*/6};
-  auto loader = gt::make_data_loader<SequentialSampler>(rows_dataset{data}, std::size_t{4});
+  auto loader =
+      gt::make_data_loader<SequentialSampler>(rows_dataset{data}.map(Stack<>()), std::size_t{4});
   ASSERT_TRUE(loader->next().has_value());
   try {
     (void)loader->next();
@@ -441,7 +429,8 @@ TEST(torch_adapter_test, CudaPlacementWithoutCudaSaysWhatToDo) {
   if (gt::detail::torch_has_cuda()) GTEST_SKIP() << "this build has CUDA batches";
   rows_dataset const data{8};
   try {
-    (void)gt::make_data_loader(rows_dataset{data}, gt::data_loader_options{4}.device(0));
+    (void)gt::make_data_loader(rows_dataset{data}.map(Stack<>()),
+                               gt::data_loader_options{4}.device(0));
     FAIL() << "device() was accepted without CUDA";
   } catch (gpufeed::logic_error const& e) {
     EXPECT_NE(std::string{e.what()}.find(".to(device)"), std::string::npos) << e.what();
@@ -454,7 +443,8 @@ TEST(torch_adapter_test, DtypesMapBothWays) {
                     gpufeed::dtype::bf16, gpufeed::dtype::f32, gpufeed::dtype::f64}) {
     EXPECT_EQ(gt::from_torch_dtype(gt::to_torch_dtype(type)), type);
   }
-  EXPECT_EQ(gt::from_torch_dtype(torch::kBool), gpufeed::dtype::u8);
+  EXPECT_EQ(gt::from_torch_dtype(torch::kBool), gpufeed::dtype::boolean);
+  EXPECT_EQ(gt::to_torch_dtype(gpufeed::dtype::boolean), torch::kBool);
   EXPECT_THROW((void)gt::from_torch_dtype(torch::kComplexFloat), gpufeed::logic_error);
 }
 

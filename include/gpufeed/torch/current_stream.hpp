@@ -1,6 +1,8 @@
 #pragma once
 /// @file
-/// @brief torch's current CUDA stream as a gpufeed stream_view (internal to gpufeed::torch).
+/// @brief torch's CUDA streams as gpufeed stream_views (internal to gpufeed::torch).
+
+#include <c10/core/Stream.h>
 
 #include "gpufeed/stream_view.hpp"
 
@@ -14,5 +16,10 @@ namespace gpufeed::torch::detail {
 /// is named as such (`stream_view::legacy_default()`): gpufeed's copy stream is non-blocking, so
 /// copies still overlap with it. @throws logic_error in builds without CUDA.
 [[nodiscard]] stream_view current_stream(int device);
+
+/// `stream` as a stream_view, checked to be a CUDA stream of `device`.
+/// @throws logic_error for another device type or device (naming both), or in builds without
+/// CUDA.
+[[nodiscard]] stream_view cuda_stream_of(::c10::Stream stream, int device);
 
 }  // namespace gpufeed::torch::detail

@@ -16,8 +16,14 @@
 /// }
 /// @endcode
 ///
-/// gpufeed's own knobs (prefetch depth, gradient accumulation, seed, GPU placement) are set on
-/// `gpufeed::torch::data_loader_options`, which also takes libtorch's option names.
+/// Every form of libtorch's `make_data_loader` is here: a sampler type
+/// (`make_data_loader<SequentialSampler>(dataset, options)`), a sampler instance
+/// (`make_data_loader(dataset, DistributedRandomSampler(size, world, rank), options)`), options
+/// or a batch size, or neither. A dataset mapped through `Stack<>` yields stacked batches
+/// (`tensor_batch`, a `torch::data::Example<>`); one that is not yields
+/// `std::vector<Example>`, as libtorch's does. gpufeed's own knobs (prefetch depth, gradient
+/// accumulation, seed, GPU placement) are on `gpufeed::torch::data_loader_options`, which also
+/// takes libtorch's option names. docs/torch.md has the whole migration table.
 
 #include <torch/torch.h>
 
@@ -27,28 +33,35 @@
 #include <iterator>
 #include <memory>
 #include <optional>
+#include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "gpufeed/dataset.hpp"
 #include "gpufeed/detail/epoch_iterator.hpp"
 #include "gpufeed/loader.hpp"
 #include "gpufeed/options.hpp"
 #include "gpufeed/torch/dataset_adapter.hpp"
+#include "gpufeed/torch/sampler_orders.hpp"
 #include "gpufeed/torch/tensors.hpp"
 
 namespace gpufeed::torch {
 
 /// @brief libtorch's loader options by libtorch's names, and gpufeed's by gpufeed's.
 ///
-/// Setters chain like `torch::data::DataLoaderOptions` (`.batch_size(64).workers(4)`); each
-/// name without an argument reads the value. Anything else is on `loader()`.
+/// Setters chain like `torch::data::DataLoaderOptions` (`.batch_size(64).workers(4)`); most names
+/// without an argument read the value. Anything else is on `loader()`.
 class data_loader_options {
  public:
-  /// @brief batch_size 1, 1 worker, in order, no shuffle decision yet (the sampler decides).
-  explicit data_loader_options(std::size_t batch_size = 1);
-  /// @brief Takes libtorch's options: batch_size, workers, drop_last, timeout, enforce_ordering.
-  /// Implicit on purpose, so that code passing `torch::data::DataLoaderOptions` compiles as is.
+  /// @brief batch_size (1 by default), 1 worker, no shuffle decision yet (the sampler decides).
+  /// Implicit, as `torch::data::DataLoaderOptions(batch_size)` is, so that
+  /// `make_data_loader(dataset, 64)` compiles as with libtorch.
+  data_loader_options(std::size_t batch_size = 1);  // NOLINT(google-explicit-constructor)
+  /// @brief Takes libtorch's options: batch_size, workers, max_jobs, timeout, enforce_ordering,
+  /// drop_last. What gpufeed does differently (workers 0, enforce_ordering false) is said once
+  /// in the log when the loader is made. Implicit on purpose, so that code passing
+  /// `torch::data::DataLoaderOptions` compiles as is.
   data_loader_options(::torch::data::DataLoaderOptions const& options);  // NOLINT
 
   // libtorch's names.
@@ -59,11 +72,14 @@ class data_loader_options {
   /// above the largest `unsigned`) lets the loader choose.
   data_loader_options& workers(std::size_t value);
   [[nodiscard]] std::size_t workers() const noexcept { return options_.workers; }
+  /// @brief libtorch's bound on batches in flight: gpufeed's `prefetch_depth` (the same).
+  data_loader_options& max_jobs(std::size_t value);
   /// @brief Drop a last batch with fewer than batch_size samples.
   data_loader_options& drop_last(bool value);
   [[nodiscard]] bool drop_last() const noexcept;
   /// @brief Accepted for compatibility: gpufeed always delivers batches in sampler order, so
-  /// `false` changes nothing (no batch ever overtakes another).
+  /// `false` changes nothing (no batch ever overtakes another; a slow sample holds back only
+  /// its own batch, while the workers go on with the next ones). Said once in the log.
   data_loader_options& enforce_ordering(bool value);
   [[nodiscard]] bool enforce_ordering() const noexcept { return true; }
   /// @brief Longest wait for one batch before `timeout_error`; unset waits forever.
@@ -73,17 +89,25 @@ class data_loader_options {
   // gpufeed's names.
   /// @brief Batches prepared ahead of the training step (slots in the ring).
   data_loader_options& prefetch_depth(std::size_t value);
+  [[nodiscard]] std::size_t prefetch_depth() const noexcept { return options_.prefetch_depth; }
+  /// @brief Most bytes the ring may grow to when the training loop holds batches (a running
+  /// `total_loss += loss` keeps each step's inputs): see `loader_options::held_batches_budget`.
+  /// 0 keeps the ring at prefetch_depth slots.
+  data_loader_options& held_batches_budget(std::size_t bytes);
   /// @brief Micro-batches per optimizer step; `tensor_batch::step` says where each one is.
   data_loader_options& accumulation_steps(std::size_t value);
   /// @brief Shuffle and augmentation seed: the same seed gives the same order in every run.
+  /// Unset: torch's seed (`torch::manual_seed`) as the loader is made, on a single process;
+  /// 0 on several ranks (see docs/torch.md, "Order and seed").
   data_loader_options& seed(std::uint64_t value);
   /// @brief Shuffle (true) or dataset order (false). Unset: the sampler decides
   /// (RandomSampler shuffles, SequentialSampler does not), as in libtorch.
   data_loader_options& shuffle(bool value);
   [[nodiscard]] std::optional<bool> shuffle() const noexcept { return shuffle_; }
   /// @brief Put batches on this CUDA device (needs gpufeed::torch built with CUDA). Tensors are
-  /// then device tensors, and each `next()` makes torch's current stream wait for the copy.
-  /// Written for torch 2.x with CUDA; compiled only against CPU libtorch, not yet run on a GPU.
+  /// then device tensors, and torch's current stream at each `next()` waits for the copy (see
+  /// `tensor_batch::use_on` for other streams). Written for torch 2.x with CUDA; compiled only
+  /// against CPU libtorch, not yet run on a GPU.
   data_loader_options& device(int cuda_device);
   /// @brief What a failing `get()` does: raise (default) or skip and count.
   data_loader_options& on_error(error_policy value);
@@ -93,9 +117,16 @@ class data_loader_options {
   [[nodiscard]] loader_options const& loader() const noexcept { return options_; }
 
  private:
+  friend class data_loader;
   loader_options options_;
   std::optional<bool> shuffle_;
+  std::optional<std::uint64_t> seed_;
+  // What libtorch's options became where gpufeed differs: logged once, by the loader.
+  std::vector<std::string> notes_;
 };
+
+template <class Example>
+class example_data_loader;
 
 /// @brief An iterable gpufeed loader whose batches are `tensor_batch`es.
 ///
@@ -103,13 +134,25 @@ class data_loader_options {
 /// (an epoch left half-way is abandoned). Not thread-safe: iterate from one thread.
 class data_loader {
  public:
+  /// @brief A loader in gpufeed's own order: shuffled (`shuffle(true)`, with the seed) or not.
   /// @throws logic_error for bad options (the message names the option).
   data_loader(std::shared_ptr<gpufeed::dataset const> dataset, data_loader_options const& options);
+  /// @brief A loader whose every epoch is drawn from `sampler` (a libtorch sampler, see
+  /// `make_data_loader(dataset, sampler, options)`), batch by batch as libtorch's loader draws
+  /// it. @throws logic_error for bad options, or when the sampler gives an index that is not
+  /// below the dataset's size.
+  data_loader(std::shared_ptr<gpufeed::dataset const> dataset, data_loader_options const& options,
+              std::unique_ptr<detail::sampler_orders> sampler);
+  data_loader(data_loader&&) noexcept;
+  data_loader& operator=(data_loader&&) noexcept;
+  data_loader(data_loader const&) = delete;
+  data_loader& operator=(data_loader const&) = delete;
+  ~data_loader();
 
   /// @brief The next batch of the epoch, or nullopt at its end (the following call starts the
-  /// next epoch). On the CUDA path torch's current stream waits for the batch's copy.
+  /// next epoch). On the CUDA path torch's current stream (now) waits for the batch's copy.
   /// Blocks until the batch is ready, the timeout passes (timeout_error) or a read fails
-  /// (sample_error).
+  /// (sample_error). @throws logic_error after join().
   [[nodiscard]] std::optional<tensor_batch> next();
 
   /// @brief Input iterator over one epoch; owns the current batch until it advances.
@@ -119,15 +162,108 @@ class data_loader {
   iterator begin();
   std::default_sentinel_t end() noexcept { return {}; }
 
-  /// @brief The gpufeed loader underneath: stats, state/restore, set_epoch.
-  [[nodiscard]] gpufeed::loader& loader() noexcept { return loader_; }
+  /// @brief Positions the loader at the start of `epoch`; with a distributed sampler, calls its
+  /// `set_epoch(epoch)` first, so that the epoch is drawn with it (libtorch's programs cannot
+  /// reach the sampler inside a loader; this is how to reshuffle each epoch).
+  void set_epoch(std::uint64_t epoch);
+
+  /// @brief The options in force, in libtorch's terms: `max_jobs` is the prefetch depth,
+  /// `workers` the worker threads, `enforce_ordering` always true.
+  [[nodiscard]] ::torch::data::FullDataLoaderOptions const& options() const noexcept {
+    return full_options_;
+  }
+  /// @brief Stops and joins the worker threads, as libtorch's `join()`. Batches still alive stay
+  /// valid. Idempotent; afterwards only `options()` may be called (the rest throws
+  /// logic_error).
+  void join();
+
+  /// @brief The gpufeed loader underneath: stats, state/restore, batches_per_epoch.
+  /// @throws logic_error after join().
+  [[nodiscard]] gpufeed::loader& loader();
 
  private:
-  gpufeed::loader loader_;
+  template <class Example>
+  friend class example_data_loader;
+
+  // begin()'s positioning: an epoch left half-way is abandoned for the next one.
+  void start_epoch();
+  // Gives `epoch`'s order, drawn from the sampler.
+  void give_order(std::uint64_t epoch);
+  [[nodiscard]] gpufeed::loader& running();
+
+  std::optional<gpufeed::loader> loader_;
+  std::unique_ptr<detail::sampler_orders> sampler_;  // null: gpufeed's own order
+  std::optional<std::uint64_t> given_epoch_;         // the epoch whose order was given last
+  // The sampler epoch that order was drawn with (where set_epoch set one).
+  std::optional<std::uint64_t> given_sampler_epoch_;
+  // set_epoch() was called: every later epoch is drawn with the sampler's set_epoch(epoch).
+  bool follow_epochs_ = false;
+  // The sampler's next epoch was given as its current one ended, so the core already stands
+  // there: next() still owes the caller the end of the epoch.
+  bool end_owed_ = false;
+  std::size_t batch_size_;
+  bool drop_last_;
+  ::torch::data::FullDataLoaderOptions full_options_;
 };
 
 namespace detail {
-/// gpufeed options for a loader built through `make_data_loader` with sampler `Sampler`.
+/// `batch`'s samples as libtorch examples: rows of its tensors (views sharing its lease).
+template <class Example>
+std::vector<Example> unstack(tensor_batch const& batch) {
+  std::vector<Example> out;
+  auto const samples = batch.data.defined() ? batch.data.size(0) : 0;
+  out.reserve(static_cast<std::size_t>(samples));
+  for (std::int64_t i = 0; i < samples; ++i) {
+    if constexpr (requires(Example & e) { e.target; }) {
+      out.emplace_back(batch.data[i], batch.target[i]);
+    } else {
+      out.emplace_back(batch.data[i]);
+    }
+  }
+  return out;
+}
+}  // namespace detail
+
+/// @brief The loader of a dataset that is not mapped through `Stack<>`: each batch is a
+/// `std::vector<Example>`, as libtorch's loader yields. Each example's tensors are views of the
+/// batch's slot (rows of one stacked batch), with the same lease as `tensor_batch`'s tensors:
+/// the slot goes back when the last of them is gone. Every example must still have example 0's
+/// shapes and dtypes.
+template <class Example>
+class example_data_loader {
+ public:
+  explicit example_data_loader(data_loader stacked) : stacked_{std::move(stacked)} {}
+
+  /// @brief As data_loader::next(), the batch as its examples.
+  [[nodiscard]] std::optional<std::vector<Example>> next() {
+    auto batch = stacked_.next();
+    if (!batch) return std::nullopt;
+    return detail::unstack<Example>(*batch);
+  }
+  using iterator = gpufeed::detail::epoch_iterator<example_data_loader, std::vector<Example>>;
+  /// @brief Starts an epoch, as data_loader::begin().
+  iterator begin() {
+    stacked_.start_epoch();
+    return iterator{this};
+  }
+  std::default_sentinel_t end() noexcept { return {}; }
+
+  /// @brief The stacked loader underneath: set_epoch, options, join, loader.
+  [[nodiscard]] data_loader& stacked() noexcept { return stacked_; }
+  void set_epoch(std::uint64_t epoch) { stacked_.set_epoch(epoch); }
+  [[nodiscard]] ::torch::data::FullDataLoaderOptions const& options() const noexcept {
+    return stacked_.options();
+  }
+  void join() { stacked_.join(); }
+  [[nodiscard]] gpufeed::loader& loader() { return stacked_.loader(); }
+
+ private:
+  data_loader stacked_;
+};
+
+namespace detail {
+
+/// gpufeed options for a loader made with sampler type `Sampler` in gpufeed's own order.
 template <class Sampler>
 data_loader_options with_sampler(data_loader_options options) {
   if (!options.shuffle().has_value()) {
@@ -135,34 +271,86 @@ data_loader_options with_sampler(data_loader_options options) {
   }
   return options;
 }
-}  // namespace detail
 
-/// @brief A gpufeed loader over a libtorch dataset, with libtorch's argument order.
-/// `Sampler` is read for its order only: RandomSampler (the default, as in libtorch) shuffles
-/// with the options' seed, SequentialSampler keeps dataset order.
-/// @throws logic_error for bad options, or when example 0 cannot be batched.
-template <class Sampler = ::torch::data::samplers::RandomSampler, class Dataset>
-requires(!std::is_convertible_v<Dataset, std::shared_ptr<gpufeed::dataset const>>)
-    std::unique_ptr<data_loader> make_data_loader(Dataset dataset, data_loader_options options) {
-  options = detail::with_sampler<Sampler>(std::move(options));
-  auto adapted = std::make_shared<dataset_adapter<Dataset>>(std::move(dataset));
-  return std::make_unique<data_loader>(std::move(adapted), std::move(options));
+/// Whether a sampler type is read for its order only (gpufeed's seeded shuffle or dataset
+/// order); any other type is made from the dataset's size, as libtorch does, and drawn from.
+template <class Sampler>
+inline constexpr bool builtin_order_v =
+    std::is_same_v<Sampler, ::torch::data::samplers::RandomSampler> ||
+    std::is_same_v<Sampler, ::torch::data::samplers::SequentialSampler>;
+
+template <class Sampler>
+data_loader loader_of_type(std::shared_ptr<gpufeed::dataset const> data,
+                           data_loader_options options) {
+  if constexpr (builtin_order_v<Sampler>) {
+    return data_loader{std::move(data), with_sampler<Sampler>(std::move(options))};
+  } else {
+    static_assert(std::is_constructible_v<Sampler, std::size_t>,
+                  "gpufeed::torch: make_data_loader<Sampler>(dataset, options) makes the sampler "
+                  "from the dataset's size, as libtorch's does; this sampler cannot be made so: "
+                  "pass an instance, make_data_loader(dataset, sampler, options)");
+    auto sampler = orders_from(Sampler(data->size()));
+    return data_loader{std::move(data), options, std::move(sampler)};
+  }
 }
 
-/// @brief As above with only a batch size.
-template <class Sampler = ::torch::data::samplers::RandomSampler, class Dataset>
-requires(!std::is_convertible_v<Dataset, std::shared_ptr<gpufeed::dataset const>>)
-    std::unique_ptr<data_loader> make_data_loader(Dataset dataset, std::size_t batch_size) {
-  return make_data_loader<Sampler>(std::move(dataset), data_loader_options{batch_size});
+/// The loader libtorch programs get for `Dataset`: stacked batches for a dataset mapped
+/// through Stack<> (or another batch transform that gives one batch), examples otherwise.
+template <class Dataset>
+auto made_for(data_loader stacked) {
+  if constexpr (yields_examples<Dataset>) {
+    return std::make_unique<example_data_loader<example_type_t<Dataset>>>(std::move(stacked));
+  } else {
+    return std::make_unique<data_loader>(std::move(stacked));
+  }
+}
+
+template <class Dataset>
+concept libtorch_dataset = !std::is_convertible_v<Dataset, std::shared_ptr<gpufeed::dataset const>>;
+
+}  // namespace detail
+
+/// @brief A gpufeed loader over a libtorch dataset, with libtorch's arguments. `Sampler` is read
+/// for its order: RandomSampler (the default, as in libtorch) shuffles with the seed
+/// (`seed()`, else torch's), SequentialSampler keeps dataset order; any other sampler type is
+/// made from the dataset's size and drawn from each epoch, as libtorch does.
+/// @return a `data_loader` for a dataset mapped through `Stack<>`, else an
+/// `example_data_loader` (batches of examples, as libtorch's).
+/// @throws logic_error for bad options, or when example 0 cannot be batched.
+template <class Sampler = ::torch::data::samplers::RandomSampler, detail::libtorch_dataset Dataset>
+auto make_data_loader(Dataset dataset, data_loader_options options = {}) {
+  auto data = detail::adapt(std::move(dataset));
+  return detail::made_for<Dataset>(
+      detail::loader_of_type<Sampler>(std::move(data), std::move(options)));
+}
+
+/// @brief As above, with a sampler instance, as libtorch's `make_data_loader(dataset, sampler,
+/// options)`: the loader keeps its own copy and draws each epoch from it as libtorch's does
+/// (`reset()`, then `next(batch_size)` until it runs out), so the batches are exactly the
+/// sampler's. A distributed sampler's rank, world size and epoch are its own
+/// (`loader->set_epoch(e)` calls its `set_epoch`); RANK and WORLD_SIZE are then not read.
+template <detail::libtorch_dataset Dataset, detail::sampler_like Sampler>
+auto make_data_loader(Dataset dataset, Sampler sampler, data_loader_options options = {}) {
+  auto data = detail::adapt(std::move(dataset));
+  return detail::made_for<Dataset>(
+      data_loader{std::move(data), options, detail::orders_from(std::move(sampler))});
 }
 
 /// @brief A loader over one of gpufeed's own datasets (image_folder, hdf5, in_memory, ...):
-/// `data` is its first field and `target` its second.
+/// `data` is its first field and `target` its second. `Sampler` as above.
 template <class Sampler = ::torch::data::samplers::RandomSampler>
 std::unique_ptr<data_loader> make_data_loader(std::shared_ptr<gpufeed::dataset const> dataset,
-                                              data_loader_options options) {
-  return std::make_unique<data_loader>(std::move(dataset),
-                                       detail::with_sampler<Sampler>(std::move(options)));
+                                              data_loader_options options = {}) {
+  return std::make_unique<data_loader>(
+      detail::loader_of_type<Sampler>(std::move(dataset), std::move(options)));
+}
+
+/// @brief A loader over one of gpufeed's own datasets in the order of a sampler instance.
+template <detail::sampler_like Sampler>
+std::unique_ptr<data_loader> make_data_loader(std::shared_ptr<gpufeed::dataset const> dataset,
+                                              Sampler sampler, data_loader_options options = {}) {
+  return std::make_unique<data_loader>(std::move(dataset), options,
+                                       detail::orders_from(std::move(sampler)));
 }
 
 }  // namespace gpufeed::torch

@@ -11,11 +11,13 @@
 
 #include <array>
 #include <atomic>
+#include <concepts>
 #include <cstddef>
 #include <memory>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "gpufeed/dataset.hpp"
 #include "gpufeed/error.hpp"
@@ -101,8 +103,24 @@ typename direct_example<Dataset>::type example_object(Dataset& data, std::size_t
   }
 }
 
+/// Whether examples of type `E` are tensors gpufeed can batch: a tensor `data` and, if any, a
+/// tensor `target` (`torch::data::Example<>`, `TensorExample`).
+template <class E>
+concept tensor_example = requires(E const& e) {
+  { e.data } -> std::convertible_to<::torch::Tensor const&>;
+}
+&&(
+    !requires(E const& e) { e.target; } ||
+    requires(E const& e) {
+      { e.target } -> std::convertible_to<::torch::Tensor const&>;
+    });
+
 template <class E>
 example_tensors tensors_of(E const& example) {
+  static_assert(tensor_example<E>,
+                "gpufeed::torch: examples must hold tensors (a tensor .data and, if any, a tensor "
+                ".target, as torch::data::Example<> and TensorExample do): gpufeed copies them "
+                "into batches of tensors. Convert other values to tensors in get()");
   if constexpr (requires { example.target; }) {
     return {example.data, example.target};
   } else {  // TensorExample: data only
@@ -138,6 +156,27 @@ example_tensors example_at(Dataset& data, std::size_t index) {
   }
 }
 
+/// The element type of a `std::vector` (void for anything else).
+template <class T>
+struct vector_element {
+  using type = void;
+};
+template <class E, class A>
+struct vector_element<std::vector<E, A>> {
+  using type = E;
+};
+
+/// Whether libtorch's loader yields `Dataset`'s batches as a `std::vector` of examples (a
+/// dataset not mapped through Stack<> or another batch transform that gives one batch).
+template <class Dataset>
+concept yields_examples =
+    !is_stack_map<Dataset>::value &&
+    !std::is_void_v<typename vector_element<typename Dataset::BatchType>::type>;
+
+/// The examples of a `Dataset` with `yields_examples`.
+template <class Dataset>
+using example_type_t = typename vector_element<typename Dataset::BatchType>::type;
+
 template <class Dataset>
 std::size_t size_of(Dataset const& data) {
   auto const size = data.size();
@@ -157,6 +196,11 @@ std::size_t size_of(Dataset const& data) {
 /// chooses its worker count (`gpufeed::auto_workers`) makes as many copies as threads read.
 template <class TorchDataset>
 class dataset_adapter final : public gpufeed::dataset {
+  static_assert(!TorchDataset::is_stateful,
+                "gpufeed::torch: stateful datasets (ChunkDataset, StatefulDataset) make their own "
+                "batches; gpufeed plans epochs over indices, so it needs a Dataset with get(i) "
+                "and size()");
+
  public:
   /// @param data the libtorch dataset, kept as the prototype the workers' copies are made from
   /// (it is only copied, never read through). Example 0 is read once here, through worker 0's
@@ -202,5 +246,13 @@ class dataset_adapter final : public gpufeed::dataset {
   mutable std::array<std::atomic<TorchDataset*>, detail::max_workers> copies_{};
   sample_spec spec_;
 };
+
+namespace detail {
+/// `dataset` behind gpufeed's dataset interface.
+template <class TorchDataset>
+std::shared_ptr<gpufeed::dataset const> adapt(TorchDataset dataset) {
+  return std::make_shared<dataset_adapter<TorchDataset>>(std::move(dataset));
+}
+}  // namespace detail
 
 }  // namespace gpufeed::torch

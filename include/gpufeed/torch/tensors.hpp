@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,23 +25,27 @@
 
 namespace gpufeed::torch {
 
-/// @brief libtorch's scalar type for a gpufeed dtype.
+/// @brief libtorch's scalar type for a gpufeed dtype (`dtype::boolean` is `torch::kBool`).
 /// @throws logic_error for uint16 on libtorch builds without torch::kUInt16 (before 2.3).
 [[nodiscard]] ::torch::Dtype to_torch_dtype(dtype type);
-/// @brief gpufeed's dtype for a libtorch scalar type (bool is stored as uint8).
+/// @brief gpufeed's dtype for a libtorch scalar type (`torch::kBool` is `dtype::boolean`).
 /// @throws logic_error for types gpufeed has no dtype for (complex, quantized), naming the type.
 [[nodiscard]] dtype from_torch_dtype(::torch::Dtype type);
 
 /// @brief One batch as tensors. The tensors view the loader's slot (host memory on the host path,
 /// device memory on the CUDA path): the slot is leased for as long as any of them, or a view of
 /// them, is alive, and goes back to the loader when the last one is destroyed. Keeping a tensor
-/// longer keeps its slot out of the ring; `clone()` it to keep the values without the slot.
+/// longer keeps its slot out of the ring (the ring then grows, up to
+/// `loader_options::held_batches_budget`); `clone()` it to keep the values without the slot.
 ///
-/// `data` and `target` are the first and the second field (undefined tensors when there are
-/// fewer), so that a training loop written for `torch::data::Example<>` batches runs unchanged.
-struct tensor_batch {
-  ::torch::Tensor data;
-  ::torch::Tensor target;
+/// It is a `torch::data::Example<>`: `data` and `target` are the first and the second field
+/// (undefined tensors when there are fewer), so that a training loop written for libtorch's
+/// stacked batches runs unchanged, `for (torch::data::Example<>& batch : *loader)` included.
+///
+/// On the CUDA path the tensors are ready for work on the stream that was current (on the
+/// batch's device) when the loader delivered the batch; any other stream must be declared first
+/// with `use_on` (see docs/torch.md, "CUDA streams").
+struct tensor_batch : ::torch::data::Example<> {
   std::vector<std::string> names;       ///< field names, in the dataset's order
   std::vector<::torch::Tensor> fields;  ///< every field, in the same order
   step_info step{};                     ///< gradient-accumulation position of this micro-batch
@@ -55,6 +60,23 @@ struct tensor_batch {
   }
   /// @brief The field called `name`. @throws logic_error naming the fields there are.
   [[nodiscard]] ::torch::Tensor const& operator[](std::string_view name) const;
+
+  /// @brief Declares that work on `stream` (a `c10::cuda::CUDAStream` converts to it) reads
+  /// this batch, beyond the stream it was delivered on: `stream` waits for the batch's copy
+  /// (without blocking the host), and the slot is refilled only after the work queued on
+  /// `stream` before the last tensor of the batch goes. Call it before queueing that work, e.g.
+  /// right after entering a `c10::cuda::CUDAStreamGuard`. Host batches need nothing: it returns
+  /// at once. `record_stream` is no substitute: it does not protect memory the tensors view.
+  /// @throws logic_error when every tensor of the batch is already gone, for a stream that is
+  /// not a CUDA stream of the batch's device, or in builds without CUDA for a CUDA batch.
+  /// @throws cuda_error if CUDA refuses the wait.
+  void use_on(::c10::Stream stream) const;
+  /// @brief `use_on(torch's current stream on the batch's device)`.
+  void use_on_current_stream() const;
+
+ private:
+  friend tensor_batch to_tensors(batch&& b);
+  std::weak_ptr<batch> lease_;  // shared by the tensors' deleters; weak so as not to extend it
 };
 
 /// @brief Wraps `b`'s fields as tensors that share its lease (`from_blob` with a deleter that

@@ -1,0 +1,452 @@
+"""gpufeed.DataLoader: torch.utils.data.DataLoader's interface over gpufeed's C++ loader.
+
+Worker threads (not processes) read samples straight into a ring of batch slots; batches reach
+torch and numpy by DLPack, without a copy. See docs/python.md for the migration table.
+"""
+
+import math
+import os
+import threading
+
+import numpy as np
+
+from . import _gpufeed
+from ._assemble import StepInfo, build
+
+try:  # torch is optional: without it, batches are numpy arrays
+    import torch
+    import torch.utils.data as _torch_data
+except ImportError:  # pragma: no cover - exercised where torch is absent
+    torch = None
+    _torch_data = None
+
+__all__ = ["DataLoader", "Diagnosis", "get_worker_info"]
+
+# Once per process, each note about an argument that means something else here.
+_said = set()
+_said_lock = threading.Lock()
+
+
+def _say_once(key, message):
+    with _said_lock:
+        if key in _said:
+            return
+        _said.add(key)
+    _gpufeed.log("info", message)
+
+
+def get_worker_info():
+    """Inside a worker thread's call to a Python dataset: a dict with ``id``, ``num_workers``,
+    ``seed`` (this sample's seed: a function of the loader's seed, the epoch and the index) and
+    ``dataset``; None elsewhere (torch's get_worker_info, for threads)."""
+    return _gpufeed.get_worker_info()
+
+
+class Diagnosis(tuple):
+    """The bottleneck: ``kind`` ("gpu_bound", "input_bound", "gil_bound", ...) and ``sentence``
+    (the evidence and the fix)."""
+
+    __slots__ = ()
+
+    def __new__(cls, kind, sentence):
+        return super().__new__(cls, (kind, sentence))
+
+    kind = property(lambda self: self[0])
+    sentence = property(lambda self: self[1])
+
+    def __repr__(self):
+        return f"Diagnosis(kind={self.kind!r}, sentence={self.sentence!r})"
+
+    def __str__(self):
+        return self.sentence
+
+
+def _positive_int(name, value):
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{name} should be a positive integer value, but got {name}={value!r}")
+    return value
+
+
+def _device_index(device):
+    """None for host memory, else the CUDA device number (-1: the default, LOCAL_RANK)."""
+    if device is None:
+        return None
+    if torch is not None and isinstance(device, torch.device):
+        if device.type == "cpu":
+            return None
+        if device.type != "cuda":
+            raise ValueError(f"device: gpufeed delivers to 'cuda' or host memory, not {device}")
+        return -1 if device.index is None else device.index
+    if isinstance(device, int) and not isinstance(device, bool):
+        return device
+    if isinstance(device, str):
+        if device == "cpu":
+            return None
+        if device == "cuda":
+            return -1
+        if device.startswith("cuda:") and device[5:].isdigit():
+            return int(device[5:])
+    raise ValueError(f"device: expected None, 'cpu', 'cuda', 'cuda:N' or a torch.device, got {device!r}")
+
+
+def _is_default_collate(fn):
+    if fn is None or _torch_data is None:
+        return fn is None
+    defaults = [getattr(_torch_data, "default_collate", None)]
+    try:
+        from torch.utils.data._utils import collate as _collate
+
+        defaults.append(_collate.default_collate)
+    except ImportError:  # pragma: no cover
+        pass
+    return any(fn is d for d in defaults if d is not None)
+
+
+def _seed_from(generator):
+    """A 64-bit seed drawn as torch's RandomSampler draws one: from `generator`, or from torch's
+    global generator (so torch.manual_seed makes the order reproducible)."""
+    if torch is None:
+        return int.from_bytes(os.urandom(8), "little") >> 1
+    return int(torch.empty((), dtype=torch.int64).random_(generator=generator).item())
+
+
+def _transforms_of(transforms):
+    if transforms is None:
+        return []
+    if isinstance(transforms, dict):
+        return [dict(field=name, **spec) for name, spec in transforms.items()]
+    return list(transforms)
+
+
+class DataLoader:
+    """A drop-in for ``torch.utils.data.DataLoader``: same arguments, same batches.
+
+    Arguments torch has keep torch's meaning where gpufeed has one; the others are accepted and
+    explained once in the log, or refused with a ValueError saying what to do instead. gpufeed's
+    own (keyword only): ``prefetch_depth`` (batches prepared ahead; default from
+    ``prefetch_factor``), ``accumulation_steps``, ``device`` ("cuda", "cuda:1", a torch.device,
+    or None for host memory), ``transforms`` (per-field GPU conversions: {"image": {"dtype":
+    "float32", "layout": "chw", "scale": 1/255, "mean": [...], "std": [...]}}), ``seed``,
+    ``on_error`` ("raise" or "skip"), ``rank`` / ``world_size`` (torchrun's environment by
+    default), ``autotune`` (let gpufeed choose workers and depth), ``output`` ("torch" or
+    "numpy"), ``held_batches_budget``, ``drop_last_step``, ``trace_events``, ``stall_warning``.
+    """
+
+    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
+                 num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
+                 worker_init_fn=None, multiprocessing_context=None, generator=None, *,
+                 prefetch_factor=None, persistent_workers=False, pin_memory_device="",
+                 in_order=True, prefetch_depth=None, accumulation_steps=1, device=None,
+                 transforms=None, seed=None, on_error="raise", rank=None, world_size=None,
+                 autotune=False, output=None, held_batches_budget=None, drop_last_step=False,
+                 trace_events=0, stall_warning=30.0):
+        self._core = None  # so that close() and __del__ work whatever fails below
+        if batch_size is None:
+            raise ValueError("batch_size=None (samples one by one, unbatched) is not supported: "
+                             "gpufeed builds batches; use batch_size=1 and index [0]")
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError("batch_sampler option is mutually exclusive with batch_size, "
+                                 "shuffle, sampler, and drop_last")
+        else:
+            _positive_int("batch_size", batch_size)
+        if sampler is not None and shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle")
+        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
+            raise ValueError("num_workers option should be non-negative; use num_workers=0 to "
+                             "disable multiprocessing.")
+        if timeout < 0:
+            raise ValueError("timeout option should be non-negative")
+        if prefetch_factor is not None and (not isinstance(prefetch_factor, int) or prefetch_factor < 1):
+            raise ValueError(f"prefetch_factor should be a positive integer, got {prefetch_factor!r}")
+        if not _is_default_collate(collate_fn):
+            raise ValueError(
+                "collate_fn: gpufeed writes each sample straight into its batch, so it cannot "
+                "run a collate function. Supported samples are numbers, numpy arrays and CPU "
+                "tensors of one dtype and shape per field, in tuples, lists, dicts and named "
+                "tuples nested in any way; move per-sample work into the dataset's __getitem__ "
+                "and per-batch work after the loader (on the GPU, see transforms=)")
+        if _torch_data is not None and isinstance(dataset, _torch_data.IterableDataset):
+            raise ValueError("dataset: an IterableDataset has no indices for gpufeed's workers "
+                             "to read in parallel; use a map-style dataset (__len__ and "
+                             "__getitem__) or gpufeed.datasets")
+        if output is None:
+            output = "torch" if torch is not None else "numpy"
+        if output not in ("torch", "numpy"):
+            raise ValueError(f"output: expected 'torch' or 'numpy', got {output!r}")
+        if output == "torch" and torch is None:
+            raise ValueError("output='torch' but torch cannot be imported; use output='numpy'")
+        if on_error not in ("raise", "skip"):
+            raise ValueError(f"on_error: expected 'raise' or 'skip', got {on_error!r}")
+        device_index = _device_index(device)
+        if device_index is not None and output == "numpy":
+            raise ValueError("output='numpy' needs host memory: numpy cannot hold CUDA memory; "
+                             "use output='torch' or device=None")
+
+        self.dataset = dataset
+        self.batch_size = None if batch_sampler is not None else batch_size
+        self.drop_last = drop_last
+        self.sampler = sampler
+        self.batch_sampler = batch_sampler
+        self.num_workers = num_workers
+        self.timeout = timeout
+        self.generator = generator
+        self._output = output
+        self._device_index = device_index
+
+        # The dataset: a bundled one as it is, any other through the Python adapter.
+        if isinstance(dataset, _gpufeed.Dataset):
+            native = dataset
+            self._structure = getattr(dataset, "_gpufeed_structure", None) or (
+                "dict", dict, [n for n, _, _ in dataset.fields],
+                [("leaf", i) for i in range(len(dataset.fields))])
+            if worker_init_fn is not None:
+                _say_once("worker_init_fn", "worker_init_fn: not called for gpufeed.datasets, "
+                          "whose workers run no Python")
+        else:
+            native = _gpufeed.PythonDataset(dataset, worker_init_fn)
+            self._structure = native.structure
+        self._native_dataset = native
+
+        # The order: gpufeed's own (sequential, or shuffled from a seed), or the sampler's.
+        order = "builtin"
+        self._given = None
+        sequential = _torch_data is not None and type(sampler) is _torch_data.SequentialSampler
+        if batch_sampler is not None:
+            order, self._given = "given", "batch_sampler"
+        elif sampler is not None and not sequential:
+            order, self._given = "given", "sampler"
+        if seed is None:
+            seed = _seed_from(generator) if (shuffle and order == "builtin") else 0
+        self.seed = seed
+
+        # Workers and the ring.
+        if autotune:
+            workers = "auto"
+        elif num_workers == 0:
+            workers = 1
+            _say_once("num_workers0", "num_workers=0: gpufeed reads on one worker thread (torch "
+                      "would read in the main process); set num_workers for more")
+        else:
+            workers = num_workers
+        if prefetch_depth is None:
+            if autotune:
+                prefetch_depth = "auto"
+            else:
+                # torch keeps prefetch_factor batches per worker in flight; the ring also holds
+                # the batch the training loop's variable still refers to while it asks for the
+                # next one: one slot more.
+                factor = 2 if prefetch_factor is None else prefetch_factor
+                prefetch_depth = factor * max(1, num_workers) + 1
+                _say_once(("prefetch", factor, num_workers),
+                          f"prefetch_factor={factor} x {max(1, num_workers)} workers + the batch "
+                          f"in use: a ring of {prefetch_depth} batches (set prefetch_depth to "
+                          "choose it directly)")
+        if pin_memory and device_index is None:
+            _say_once("pin_memory", "pin_memory=True: gpufeed's host batches are not pinned; "
+                      "pass device='cuda' and gpufeed copies each batch to the GPU from pinned "
+                      "memory itself (one copy per batch, non-blocking)")
+        if pin_memory_device:
+            _say_once("pin_memory_device", "pin_memory_device: use device= instead")
+        if multiprocessing_context is not None:
+            _say_once("mp", "multiprocessing_context: gpufeed's workers are threads; ignored")
+        if not persistent_workers and num_workers > 0:
+            _say_once("persistent", "persistent_workers=False: gpufeed's worker threads always "
+                      "persist across epochs (there is nothing to re-create)")
+        if not in_order:
+            _say_once("in_order", "in_order=False: gpufeed delivers batches in order; a slow "
+                      "sample holds back only its own batch while the others are prepared")
+
+        options = dict(
+            batch_size=batch_size if batch_sampler is None else max(
+                1, getattr(batch_sampler, "batch_size", 0) or self._largest_batch(batch_sampler)),
+            workers=workers, prefetch_depth=prefetch_depth,
+            accumulation_steps=accumulation_steps, shuffle=bool(shuffle) and order == "builtin",
+            seed=seed, order=order, drop_last=bool(drop_last), drop_last_step=bool(drop_last_step),
+            on_error=on_error, timeout=float(timeout), stall_warning=float(stall_warning),
+            rank=rank, world_size=world_size, held_batches_budget=held_batches_budget,
+            trace_events=trace_events, transforms=_transforms_of(transforms),
+            device=None if device_index is None else (device_index if device_index >= 0 else "cuda"),
+        )
+        self._core = _gpufeed.Loader(native, **options)
+        resolved = self._core.resolved
+        self._cuda_device = resolved["device"] if resolved["cuda"] else None
+        if order == "builtin" and resolved["world_size"] > 1 and rank is None:
+            _say_once("rank", f"rank {resolved['rank']} of {resolved['world_size']} from torchrun's "
+                      "environment: this rank reads its own share of each epoch (pass a "
+                      "DistributedSampler, or rank=0, world_size=1 to read everything)")
+        self._next_epoch = 0
+        self._resume = None
+        self._iterator = None
+        self.step_info = None
+        _registry_add(self)
+
+    @staticmethod
+    def _largest_batch(batch_sampler):
+        return max((len(b) for b in batch_sampler), default=1)
+
+    # ---- the torch interface ----
+
+    def __len__(self):
+        if self._given == "batch_sampler":
+            return len(self.batch_sampler)
+        if self._given == "sampler":
+            n = len(self.sampler)
+            return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
+        return self._core.batches_per_epoch
+
+    def __iter__(self):
+        self._start_epoch()
+        if self._iterator is None:
+            self._iterator = _Iterator(self)
+        self._iterator._generation += 1
+        return self._iterator
+
+    def set_epoch(self, epoch):
+        """Makes the next ``iter()`` start ``epoch`` (the shuffle and the augmentations depend
+        on it; a DistributedSampler passed as sampler keeps its own set_epoch)."""
+        self._next_epoch = int(epoch)
+
+    def state_dict(self):
+        """Where iteration stands: ``load_state_dict`` of it on a loader made with the same
+        arguments resumes with the batch that would have come next (torchdata's
+        StatefulDataLoader semantics)."""
+        state = {"version": 1, "core": self._core.state(), "next_epoch": self._next_epoch}
+        if self._given is not None:
+            state["order"] = self._order
+            state["order_epoch"] = self._epoch
+        return state
+
+    def load_state_dict(self, state):
+        """Resumes at ``state`` with the next ``iter()``."""
+        if not isinstance(state, dict) or state.get("version") != 1:
+            raise ValueError("load_state_dict: not a gpufeed DataLoader state")
+        self._resume = state
+
+    def stats(self):
+        """The loader's counters since it started (a dict; see docs/python.md)."""
+        import json
+
+        counters = json.loads(self._core.stats_json())
+        counters["skipped_indices"] = self._core.skipped_indices()
+        return counters
+
+    def diagnose(self, gpu_percent=None):
+        """Where the bottleneck is, with the evidence and the fix (``gpu_percent``: the GPU's
+        mean utilization over the run, if known)."""
+        return Diagnosis(*self._core.diagnose(gpu_percent))
+
+    def write_trace(self, path):
+        """Writes the spans recorded (``trace_events``) for chrome://tracing or Perfetto."""
+        self._core.write_trace(str(path))
+
+    def close(self):
+        """Stops the workers now (the loader is unusable afterwards; batches stay valid)."""
+        if self._core is not None:
+            self._core.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ---- epochs ----
+
+    def _draw_order(self):
+        if self._given == "batch_sampler":
+            batches = [list(b) for b in self.batch_sampler]
+            indices = np.fromiter((i for b in batches for i in b), dtype=np.int64)
+            sizes = np.array([len(b) for b in batches], dtype=np.int64)
+            return indices, sizes
+        indices = np.fromiter(iter(self.sampler), dtype=np.int64)
+        return indices, None
+
+    def _start_epoch(self):
+        self.step_info = None
+        if self._resume is not None:
+            state, self._resume = self._resume, None
+            epoch = _gpufeed.state_epoch(state["core"])
+            if self._given is not None:
+                # The epoch's own order when the state is inside it; a fresh draw when the
+                # state stands at the start of the next one.
+                same = state.get("order_epoch") == epoch
+                self._order = state["order"] if same else self._draw_order()
+                self._core.set_epoch_order(epoch, *self._order)
+            self._core.restore(state["core"])
+            self._next_epoch = max(int(state["next_epoch"]), epoch + 1)
+            self._epoch = epoch
+            return
+        epoch = self._next_epoch
+        if self._given is not None:
+            self._order = self._draw_order()
+            self._core.set_epoch_order(epoch, *self._order)
+        else:
+            self._core.set_epoch(epoch)
+        self._epoch = epoch
+        self._next_epoch = epoch + 1
+
+    # ---- batches ----
+
+    def _stream(self):
+        if self._device_index is None:
+            return None
+        s = torch.cuda.current_stream(self._cuda_device).cuda_stream
+        return s if s != 0 else 1  # DLPack's number for the legacy default stream
+
+    def _to_tensor(self, field):
+        if self._output == "numpy":
+            # Through the array interface: numpy marks arrays it imports by DLPack read-only
+            # (before 2.0), and such arrays cannot be passed on by DLPack; this one is writable
+            # and keeps the field (so the slot) alive as its base.
+            return np.asarray(field)
+        if field.dtype == "bool":  # torch 1.13 reads no DLPack bool; a uint8 view is free
+            return torch.utils.dlpack.from_dlpack(field.as_uint8()).view(torch.bool)
+        return torch.utils.dlpack.from_dlpack(field)
+
+    def _next_batch(self):
+        raw = self._core.next(self._stream())
+        if raw is None:
+            return None
+        step = StepInfo(*raw.step)
+        self.step_info = step
+        tensors = [self._to_tensor(f) for f in raw.fields()]
+        return build(self._structure, tensors, step)
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - nothing to report to at collection time
+            pass
+
+
+class _Iterator:
+    """The one iterator of a loader (torch's persistent_workers behaviour): ``iter(loader)``
+    resets it to the next epoch."""
+
+    def __init__(self, loader):
+        self._loader = loader
+        self._generation = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        batch = self._loader._next_batch()
+        if batch is None:
+            raise StopIteration
+        return batch
+
+    def __len__(self):
+        return len(self._loader)
+
+
+# Loaders alive, closed at interpreter exit by the extension's atexit hook (it knows every open
+# C++ loader); kept here too so that tests can see what is open.
+import weakref  # noqa: E402
+
+_loaders = weakref.WeakSet()
+
+
+def _registry_add(loader):
+    _loaders.add(loader)

@@ -1,0 +1,34 @@
+#pragma once
+// A batch on the Python side: a shared lease on one ring slot, and one exporter object per field
+// speaking DLPack (__dlpack__, __dlpack_device__), the numpy array interface (host) and the CUDA
+// array interface (device). The slot goes back to the loader when the last tensor made from any
+// of its fields dies (the DLPack deleter), not when the Python batch object does.
+
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "gpufeed/batch.hpp"
+
+namespace gpufeed::python {
+
+namespace py = pybind11;
+
+/// The lease, shared by the batch object, its fields and every tensor exported from them.
+struct batch_lease {
+  explicit batch_lease(batch&& b, std::optional<std::uintptr_t> stream)
+      : value{std::move(b)}, consumer_stream{stream} {}
+  batch value;
+  /// The stream the batch was handed to by next() (CUDA path), as DLPack numbers it
+  /// (1: the legacy default stream).
+  std::optional<std::uintptr_t> consumer_stream;
+};
+
+/// Wraps a batch from next() for Python.
+[[nodiscard]] py::object wrap_batch(batch&& b, std::optional<std::uintptr_t> consumer_stream);
+
+void bind_batch(py::module_& m);
+
+}  // namespace gpufeed::python

@@ -1,0 +1,282 @@
+#include "loader.hpp"
+
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "batch.hpp"
+#include "gpufeed/diagnosis.hpp"
+#include "gpufeed/loader.hpp"
+#include "gpufeed/stats_json.hpp"
+#include "options.hpp"
+#include "python_dataset.hpp"
+
+namespace gpufeed::python {
+
+namespace {
+
+// How long next() blocks with the GIL released before it checks for signals.
+constexpr std::chrono::milliseconds signal_check_interval{100};
+
+// A GIL-waiting share of the workers' Python time from which the diagnosis names the GIL.
+constexpr double gil_bound_share = 0.25;
+
+class py_loader;
+
+// Every open loader, so that interpreter exit can stop their workers before Python goes away
+// (a worker entering Python during finalization would be ended inside C++ code).
+std::mutex registry_mutex;
+std::set<py_loader*> registry;
+
+class py_loader {
+ public:
+  py_loader(std::shared_ptr<dataset const> data, py::dict const& kwargs)
+      : python_data_{std::dynamic_pointer_cast<python_dataset const>(data)} {
+    auto options = options_from(kwargs);
+    if (python_data_ && options.workers != auto_workers) {  // before the first read
+      const_cast<python_dataset*>(python_data_.get())->set_workers(options.workers);
+    }
+    {
+      py::gil_scoped_release const released;  // the constructor starts threads that may read
+      loader_.emplace(std::move(data), std::move(options));
+    }
+    if (python_data_) {
+      auto* writable = const_cast<python_dataset*>(python_data_.get());
+      writable->set_workers(loader_->options().workers);
+    }
+    std::lock_guard const lock{registry_mutex};
+    registry.insert(this);
+  }
+
+  ~py_loader() {
+    {
+      std::lock_guard const lock{registry_mutex};
+      registry.erase(this);
+    }
+    close();
+  }
+
+  py_loader(py_loader const&) = delete;
+  py_loader& operator=(py_loader const&) = delete;
+
+  py::object next(std::optional<std::uintptr_t> stream) {
+    for (;;) {
+      next_result result;
+      {
+        py::gil_scoped_release const released;
+        std::lock_guard const lock{consumer_};
+        auto& l = open_loader();
+        result = stream ? l.try_next_for(signal_check_interval, stream_of(*stream))
+                        : l.try_next_for(signal_check_interval);
+      }
+      switch (result.what) {
+        case next_result::status::ready:
+          return wrap_batch(std::move(*result.value), stream);
+        case next_result::status::end_of_epoch:
+          return py::none();
+        case next_result::status::pending:
+          if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+          break;
+      }
+    }
+  }
+
+  void set_epoch(std::uint64_t epoch) {
+    py::gil_scoped_release const released;
+    std::lock_guard const lock{consumer_};
+    open_loader().set_epoch(epoch);
+  }
+
+  void set_epoch_order(std::uint64_t epoch, py::buffer const& indices,
+                       std::optional<py::buffer> const& batch_sizes) {
+    epoch_order order{to_sizes(indices, "indices"), batch_sizes
+                                                        ? to_sizes(*batch_sizes, "batch_sizes")
+                                                        : std::vector<std::size_t>{}};
+    py::gil_scoped_release const released;
+    std::lock_guard const lock{consumer_};
+    open_loader().set_epoch(epoch, std::move(order));
+  }
+
+  void close() {
+    py::gil_scoped_release const released;
+    std::lock_guard const lock{consumer_};
+    loader_.reset();  // joins the workers; they may take the GIL meanwhile
+  }
+
+  [[nodiscard]] bool closed() const noexcept { return !loader_.has_value(); }
+
+  /// `f(loader)` for what any thread may ask (snapshots, sizes).
+  loader& native() { return open_loader(); }
+
+  template <class F>
+  auto query(F&& f) {
+    return f(open_loader());
+  }
+
+  /// `f(loader)` for what moves the consumer: one consumer at a time, GIL released meanwhile.
+  template <class F>
+  auto as_consumer(F&& f) {
+    py::gil_scoped_release const released;
+    std::lock_guard const lock{consumer_};
+    return f(open_loader());
+  }
+
+  [[nodiscard]] py::tuple diagnose(std::optional<double> gpu_percent) {
+    auto const s = open_loader().snapshot();
+    std::optional<gpu_utilization> gpu;
+    if (gpu_percent) gpu = gpu_utilization{*gpu_percent, s.wall_s};
+    auto const d = gpufeed::diagnose(s, gpu);
+    if (python_data_ && d.kind != bottleneck::gpu_bound && d.kind != bottleneck::not_enough_data) {
+      auto const t = python_data_->times();
+      auto const python_total = t.wait_s + t.python_s + t.copy_s;
+      if (python_total > 0 && t.wait_s >= gil_bound_share * python_total) {
+        char text[512];
+        std::snprintf(text, sizeof text,
+                      "The workers waited for Python's GIL %.0f %% of their read time (%.2f s "
+                      "of %.2f s over %llu reads): the dataset's __getitem__ runs Python code "
+                      "that holds the GIL, so more workers do not help. Move the work to code "
+                      "that releases it (numpy, PIL or OpenCV decoding, file reads), use a "
+                      "gpufeed.datasets dataset, or precompute it. (Before the GIL: %s)",
+                      100.0 * t.wait_s / python_total, t.wait_s, python_total,
+                      static_cast<unsigned long long>(t.reads), d.sentence.c_str());
+        return py::make_tuple("gil_bound", std::string{text});
+      }
+    }
+    return py::make_tuple(to_string(d.kind), d.sentence);
+  }
+
+ private:
+  static stream_view stream_of(std::uintptr_t value) {
+    return value == 1 ? stream_view::legacy_default()
+                      : stream_view{reinterpret_cast<stream_view::native_type>(value)};
+  }
+
+  static std::vector<std::size_t> to_sizes(py::buffer const& b, char const* name) {
+    auto const info = b.request();
+    if (info.ndim != 1 || info.itemsize != 8 ||
+        (info.format != "q" && info.format != "l" && info.format != "<q" && info.format != "<l")) {
+      throw py::value_error{std::string{name} +
+                            ": expected a one-dimensional int64 array, got format '" + info.format +
+                            "' with " + std::to_string(info.ndim) + " dimensions"};
+    }
+    std::vector<std::size_t> out(static_cast<std::size_t>(info.shape[0]));
+    auto const* base = static_cast<char const*>(info.ptr);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      std::int64_t value = 0;
+      std::memcpy(&value, base + static_cast<std::ptrdiff_t>(i) * info.strides[0], sizeof value);
+      if (value < 0) {
+        throw py::value_error{std::string{name} + "[" + std::to_string(i) + "] is " +
+                              std::to_string(value) + "; indices and sizes are never negative"};
+      }
+      out[i] = static_cast<std::size_t>(value);
+    }
+    return out;
+  }
+
+  loader& open_loader() {
+    if (!loader_) throw py::value_error{"the loader is closed"};
+    return *loader_;
+  }
+
+  std::shared_ptr<python_dataset const> python_data_;
+  std::mutex consumer_;  // one consumer at a time: next(), set_epoch(), restore(), close()
+  std::optional<loader> loader_;
+};
+
+void close_all() {
+  std::set<py_loader*> open;
+  {
+    std::lock_guard const lock{registry_mutex};
+    open = registry;
+  }
+  for (auto* l : open) l->close();
+}
+
+}  // namespace
+
+loader& native_loader(py::handle object) {
+  return object.cast<py_loader&>().native();
+}
+
+void bind_loader(py::module_& m) {
+  py::class_<py_loader>(m, "Loader",
+                        "The C++ loader; gpufeed.DataLoader is the torch-style way in. Keyword "
+                        "arguments are loader_options' fields.")
+      .def(py::init([](std::shared_ptr<dataset> data, py::kwargs const& kwargs) {
+             return std::make_unique<py_loader>(std::move(data), kwargs);
+           }),
+           py::arg("dataset"))
+      .def("next", &py_loader::next, py::arg("stream") = py::none(),
+           "The next batch of the epoch, or None at its end. Waits with the GIL released and "
+           "stops on KeyboardInterrupt; `stream` (CUDA path) is the consumer stream as DLPack "
+           "numbers it (1: the legacy default stream).")
+      .def("set_epoch", &py_loader::set_epoch, py::arg("epoch"))
+      .def("set_epoch_order", &py_loader::set_epoch_order, py::arg("epoch"), py::arg("indices"),
+           py::arg("batch_sizes") = py::none())
+      .def("close", &py_loader::close)
+      .def_property_readonly("closed", &py_loader::closed)
+      .def_property_readonly(
+          "epoch", [](py_loader& l) { return l.query([](loader& x) { return x.epoch(); }); })
+      .def_property_readonly(
+          "batches_per_epoch",
+          [](py_loader& l) { return l.query([](loader& x) { return x.batches_per_epoch(); }); })
+      .def_property_readonly(
+          "steps_per_epoch",
+          [](py_loader& l) { return l.query([](loader& x) { return x.steps_per_epoch(); }); })
+      .def_property_readonly(
+          "samples_per_epoch",
+          [](py_loader& l) { return l.query([](loader& x) { return x.samples_per_epoch(); }); })
+      .def_property_readonly(
+          "batch_bytes",
+          [](py_loader& l) { return l.query([](loader& x) { return x.batch_bytes(); }); })
+      .def_property_readonly("resolved",
+                             [](py_loader& l) {
+                               return l.query([](loader& x) {
+                                 auto const& o = x.options();
+                                 py::dict d;
+                                 d["workers"] = o.workers;
+                                 d["prefetch_depth"] = o.prefetch_depth;
+                                 d["rank"] = o.rank.value_or(0);
+                                 d["world_size"] = o.world_size.value_or(1);
+                                 d["cuda"] = o.target == placement::cuda;
+                                 d["device"] = o.device.value_or(-1);
+                                 return d;
+                               });
+                             })
+      .def("state",
+           [](py_loader& l) {
+             return l.as_consumer([](loader& x) { return x.state().to_string(); });
+           })
+      .def("restore",
+           [](py_loader& l, std::string const& text) {
+             l.as_consumer([&](loader& x) {
+               x.restore(loader_state::parse(text));
+               return 0;
+             });
+           })
+      .def("stats_json",
+           [](py_loader& l) { return l.query([](loader& x) { return to_json(x.snapshot()); }); })
+      .def("skipped_indices",
+           [](py_loader& l) {
+             return l.query([](loader& x) { return x.snapshot().skipped_indices; });
+           })
+      .def("diagnose", &py_loader::diagnose, py::arg("gpu_percent") = py::none())
+      .def("write_trace", [](py_loader& l, std::string const& path) {
+        l.query([&](loader& x) {
+          x.write_trace(std::filesystem::path{path});
+          return 0;
+        });
+      });
+
+  m.def(
+      "state_epoch", [](std::string const& text) { return loader_state::parse(text).epoch; },
+      py::arg("state"), "The epoch of a Loader.state() text.");
+  m.def("_close_all", &close_all, "Stops every open loader's workers (registered with atexit).");
+}
+
+}  // namespace gpufeed::python

@@ -1,0 +1,44 @@
+// gpufeed._gpufeed: the compiled part of the Python package. Every behaviour lives in the C++
+// library; this module only binds it (one file per bound part) and the package's Python files
+// (python/gpufeed/) give it torch's DataLoader interface.
+
+#include <pybind11/pybind11.h>
+
+#include "batch.hpp"
+#include "datasets.hpp"
+#include "errors.hpp"
+#include "gpufeed/log.hpp"
+
+#include <spdlog/spdlog.h>
+#include "gpufeed/version.hpp"
+#include "loader.hpp"
+#include "stats.hpp"
+
+PYBIND11_MODULE(_gpufeed, m) {
+  namespace py = pybind11;
+  namespace gp = gpufeed::python;
+  m.doc() = "gpufeed's compiled core; use the gpufeed package.";
+  gp::register_exception_translation();
+  gp::bind_batch(m);
+  gp::bind_datasets(m);
+  gp::bind_loader(m);
+  gp::bind_stats(m);
+  m.attr("__version__") = gpufeed::version;
+  m.def(
+      "set_log_level", [](std::string const& level) { gpufeed::set_log_level(level); },
+      py::arg("level"), "'trace', 'debug', 'info', 'warn', 'error' or 'off'.");
+  m.def(
+      "log",
+      [](std::string const& level, std::string const& message) {
+        auto const& l = gpufeed::logger();
+        l->log(spdlog::level::from_str(level), message);
+      },
+      py::arg("level"), py::arg("message"), "Logs through gpufeed's logger (one sink for all).");
+#if GPUFEED_WITH_CUDA
+  m.attr("has_cuda") = true;
+#else
+  m.attr("has_cuda") = false;
+#endif
+  // Stop every loader's workers before the interpreter goes away.
+  py::module_::import("atexit").attr("register")(m.attr("_close_all"));
+}

@@ -1,0 +1,149 @@
+#include "python_dataset.hpp"
+
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include "gil.hpp"
+#include "gpufeed/sample_view.hpp"
+#include "python_error.hpp"
+#include "sample_leaf.hpp"
+
+namespace gpufeed::python {
+
+namespace {
+
+// Copies of at least this many bytes per sample are made with the GIL released, so that other
+// workers run Python meanwhile; below it, giving the GIL back costs more than it frees.
+constexpr std::size_t release_gil_from_bytes = 64 * 1024;
+
+thread_local worker_info this_worker;
+
+std::int64_t now_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string shape_text(std::span<std::int64_t const> shape) {
+  std::string text = "[";
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (d > 0) text += ", ";
+    text += std::to_string(shape[d]);
+  }
+  return text + "]";
+}
+
+}  // namespace
+
+worker_info const& current_worker_info() noexcept {
+  return this_worker;
+}
+
+python_dataset::python_dataset(py::object data, py::object worker_init_fn)
+    : dataset_{std::move(data)}, worker_init_fn_{std::move(worker_init_fn)} {
+  if (!py::hasattr(dataset_, "__getitem__") || !py::hasattr(dataset_, "__len__")) {
+    throw std::invalid_argument{
+        "dataset: a " + std::string{Py_TYPE(dataset_.ptr())->tp_name} +
+        " has no __len__ and __getitem__; gpufeed reads map-style datasets (an IterableDataset "
+        "is not supported: index your data, or use gpufeed.datasets)"};
+  }
+  auto const length = py::len(dataset_);
+  if (length == 0) throw std::invalid_argument{"dataset: it is empty (len() is 0)"};
+  size_ = length;
+  getitem_ = dataset_.attr("__getitem__");
+  py::object const first = getitem_(0);
+  try {
+    tree_ = sample_tree::infer(first);
+  } catch (std::invalid_argument const& e) {
+    throw std::invalid_argument{std::string{"dataset: "} + e.what()};
+  }
+}
+
+python_dataset::~python_dataset() {
+  if (!python_usable()) {
+    // Leak: the interpreter is gone or going; touching the objects would crash.
+    (void)dataset_.release();
+    (void)getitem_.release();
+    (void)worker_init_fn_.release();
+    tree_.clear_leaking();
+    return;
+  }
+  worker_gil const gil;
+  dataset_ = py::object{};
+  getitem_ = py::object{};
+  worker_init_fn_ = py::object{};
+  tree_.clear();
+}
+
+void python_dataset::init_worker(unsigned worker) const {
+  {
+    std::lock_guard const lock{init_mutex_};
+    if (initialized_.size() <= worker) initialized_.resize(worker + 1U, false);
+    if (initialized_[worker]) return;
+    initialized_[worker] = true;
+  }
+  if (!worker_init_fn_.is_none()) worker_init_fn_(worker);
+}
+
+void python_dataset::read(std::size_t index, sample_view out, read_context const& ctx) const {
+  worker_gil gil;
+  auto const started = now_ns();
+  this_worker = worker_info{true, ctx.worker, workers_.load(), ctx.seed, dataset_.ptr()};
+  std::vector<std::unique_ptr<leaf_view>> leaves;
+  std::size_t bytes = 0;
+  try {
+    init_worker(ctx.worker);
+    py::object const sample = getitem_(index);
+    leaves.resize(out.fields());
+    tree_.for_each_leaf(sample, [&](std::size_t f, py::handle object, std::string const& path) {
+      auto const where = "sample " + std::to_string(index) + ", field '" + path + "'";
+      auto leaf = std::make_unique<leaf_view>(object.ptr(), where);
+      auto const& want = out.spec()[f];
+      if (leaf->type() != want.type) {
+        throw std::invalid_argument{where + " is " + std::string{to_string(leaf->type())} +
+                                    " but sample 0's was " + std::string{to_string(want.type)} +
+                                    "; return one dtype per field"};
+      }
+      auto const shape = leaf->shape_vector();
+      if (shape != want.shape) {
+        throw std::invalid_argument{where + " has shape " + shape_text(shape) +
+                                    " but sample 0's was " + shape_text(want.shape) +
+                                    "; batches need one shape per field: resize, crop or pad "
+                                    "in the dataset"};
+      }
+      bytes += leaf->bytes();
+      leaves[f] = std::move(leaf);
+    });
+  } catch (py::error_already_set& e) {
+    e.restore();
+    throw python_error::fetch();
+  }
+  auto const copy_started = now_ns();
+  auto const copy_all = [&] {
+    for (std::size_t f = 0; f < leaves.size(); ++f) leaves[f]->copy_to(out.bytes(f).data());
+  };
+  if (bytes >= release_gil_from_bytes) {
+    PyThreadState* const saved = PyEval_SaveThread();
+    copy_all();
+    PyEval_RestoreThread(saved);
+  } else {
+    copy_all();
+  }
+  auto const copied = now_ns();
+  leaves.clear();  // PyBuffer_Release and DLPack deleters, under the GIL
+  this_worker = worker_info{};
+  wait_ns_.fetch_add(gil.waited_ns(), std::memory_order_relaxed);
+  python_ns_.fetch_add((copy_started - started) + (now_ns() - copied), std::memory_order_relaxed);
+  copy_ns_.fetch_add(copied - copy_started, std::memory_order_relaxed);
+  reads_.fetch_add(1, std::memory_order_relaxed);
+}
+
+gil_times python_dataset::times() const noexcept {
+  return {static_cast<double>(wait_ns_.load()) * 1e-9,
+          static_cast<double>(python_ns_.load()) * 1e-9,
+          static_cast<double>(copy_ns_.load()) * 1e-9, reads_.load()};
+}
+
+}  // namespace gpufeed::python

@@ -1,0 +1,78 @@
+#pragma once
+// Any map-style Python dataset (__len__ and __getitem__) as a gpufeed::dataset: worker threads
+// call __getitem__ holding the GIL only inside Python, and copy each sample's leaves straight
+// into the batch slot (no collate, no stack), with the GIL released for large copies.
+
+#include <pybind11/pybind11.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "gpufeed/dataset.hpp"
+#include "sample_tree.hpp"
+
+namespace gpufeed::python {
+
+namespace py = pybind11;
+
+/// How much of the workers' time went to Python: waiting for the GIL, and running with it.
+struct gil_times {
+  double wait_s = 0;    ///< waiting to take the GIL (other threads held it)
+  double python_s = 0;  ///< holding it: __getitem__ and reading the sample's leaves
+  double copy_s = 0;    ///< copying leaves into the batch, GIL released where large
+  std::uint64_t reads = 0;
+};
+
+/// What a worker thread is, as gpufeed.get_worker_info() reports it; empty outside workers.
+struct worker_info {
+  bool inside = false;
+  unsigned id = 0;
+  unsigned workers = 0;
+  std::uint64_t seed = 0;
+  PyObject* dataset = nullptr;  // borrowed: the dataset outlives its reads
+};
+
+/// The calling thread's worker information (GIL held).
+[[nodiscard]] worker_info const& current_worker_info() noexcept;
+
+class python_dataset final : public dataset {
+ public:
+  /// Takes len(dataset) and reads sample 0 to infer the fields (GIL held).
+  /// @param worker_init_fn called once on each worker thread, with its id, before its first read
+  /// (None: no call).
+  python_dataset(py::object data, py::object worker_init_fn);
+  /// Drops the Python objects under the GIL when Python is still usable (leaks them otherwise).
+  ~python_dataset() override;
+  python_dataset(python_dataset const&) = delete;
+  python_dataset& operator=(python_dataset const&) = delete;
+
+  [[nodiscard]] std::size_t size() const override { return size_; }
+  [[nodiscard]] sample_spec spec() const override { return tree_.spec(); }
+  void read(std::size_t index, sample_view out, read_context const& ctx) const override;
+
+  /// The sample's structure (see sample_tree::describe), GIL held.
+  [[nodiscard]] py::object structure() const { return tree_.describe(); }
+  /// The number of worker threads, for get_worker_info().num_workers.
+  void set_workers(unsigned workers) noexcept { workers_.store(workers); }
+  [[nodiscard]] gil_times times() const noexcept;
+
+ private:
+  void init_worker(unsigned worker) const;
+
+  py::object dataset_;
+  py::object getitem_;
+  py::object worker_init_fn_;
+  sample_tree tree_;
+  std::size_t size_ = 0;
+  std::atomic<unsigned> workers_{0};
+  mutable std::mutex init_mutex_;
+  mutable std::vector<bool> initialized_;  // per worker, under init_mutex_
+  mutable std::atomic<std::int64_t> wait_ns_{0};
+  mutable std::atomic<std::int64_t> python_ns_{0};
+  mutable std::atomic<std::int64_t> copy_ns_{0};
+  mutable std::atomic<std::uint64_t> reads_{0};
+};
+
+}  // namespace gpufeed::python

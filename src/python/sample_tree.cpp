@@ -1,0 +1,127 @@
+#include "sample_tree.hpp"
+
+#include <stdexcept>
+
+#include "sample_leaf.hpp"
+
+namespace gpufeed::python {
+
+namespace {
+constexpr std::size_t max_depth = 32;
+
+std::string join(std::string const& path, std::string const& part) {
+  return path.empty() ? part : path + "." + part;
+}
+
+bool is_named_tuple(py::handle object) {
+  return PyTuple_Check(object.ptr()) && py::hasattr(object, "_fields");
+}
+}  // namespace
+
+sample_tree sample_tree::infer(py::handle first) {
+  sample_tree tree;
+  tree.add(first, "", 0);
+  return tree;
+}
+
+std::size_t sample_tree::add(py::handle object, std::string path, std::size_t depth) {
+  if (depth > max_depth) {
+    throw std::invalid_argument{"the sample nests deeper than " + std::to_string(max_depth) +
+                                " levels at '" + path + "'"};
+  }
+  auto const n = nodes_.size();
+  nodes_.emplace_back();
+  nodes_[n].path = path;
+  auto const add_children = [&](auto size, auto item) {
+    for (std::size_t i = 0; i < static_cast<std::size_t>(size); ++i) {
+      auto const child = add(item(i), join(path, std::to_string(i)), depth + 1);
+      nodes_[n].children.push_back(child);
+    }
+  };
+  if (PyTuple_Check(object.ptr())) {
+    nodes_[n].what = is_named_tuple(object) ? kind::named_tuple : kind::tuple;
+    if (nodes_[n].what == kind::named_tuple) {
+      nodes_[n].type = py::reinterpret_borrow<py::object>(
+          py::handle{reinterpret_cast<PyObject*>(Py_TYPE(object.ptr()))});
+    }
+    add_children(PyTuple_GET_SIZE(object.ptr()), [&](std::size_t i) {
+      return py::handle{PyTuple_GET_ITEM(object.ptr(), static_cast<Py_ssize_t>(i))};
+    });
+  } else if (PyList_Check(object.ptr())) {
+    nodes_[n].what = kind::list;
+    add_children(PyList_GET_SIZE(object.ptr()), [&](std::size_t i) {
+      return py::handle{PyList_GET_ITEM(object.ptr(), static_cast<Py_ssize_t>(i))};
+    });
+  } else if (PyDict_Check(object.ptr())) {
+    nodes_[n].what = kind::dict;
+    nodes_[n].type = py::reinterpret_borrow<py::object>(
+        py::handle{reinterpret_cast<PyObject*>(Py_TYPE(object.ptr()))});
+    for (auto const item : py::reinterpret_borrow<py::dict>(object)) {
+      auto const key = py::reinterpret_borrow<py::object>(item.first);
+      auto const name = py::str(key).cast<std::string>();
+      auto const child = add(item.second, join(path, name), depth + 1);
+      nodes_[n].keys.push_back(key);
+      nodes_[n].children.push_back(child);
+    }
+  } else {
+    auto const name = path.empty() ? std::string{"sample"} : path;
+    leaf_view const leaf{object.ptr(), "field '" + name + "' of sample 0"};
+    nodes_[n].what = kind::leaf;
+    nodes_[n].field = spec_.size();
+    nodes_[n].path = name;
+    spec_.add(name, leaf.type(), leaf.shape_vector());
+  }
+  if (nodes_[n].what != kind::leaf && nodes_[n].children.empty()) {
+    throw std::invalid_argument{"the sample holds an empty container at '" + path +
+                                "'; every container in a sample must hold a number or an array"};
+  }
+  return n;
+}
+
+void sample_tree::mismatch(node const& expected, py::handle got, char const* what) const {
+  throw std::invalid_argument{
+      "'" + (expected.path.empty() ? std::string{"the sample"} : expected.path) + "' is a " +
+      std::string{Py_TYPE(got.ptr())->tp_name} + " where sample 0 had " + what +
+      "; every sample must have the same structure"};
+}
+
+py::object sample_tree::describe(std::size_t n) const {
+  node const& at = nodes_[n];
+  if (at.what == kind::leaf) return py::make_tuple("leaf", at.field);
+  py::list children;
+  for (auto const c : at.children) children.append(describe(c));
+  switch (at.what) {
+    case kind::tuple:
+      return py::make_tuple("tuple", children);
+    case kind::list:
+      return py::make_tuple("list", children);
+    case kind::dict: {
+      py::list keys;
+      for (auto const& k : at.keys) keys.append(k);
+      return py::make_tuple("dict", at.type, keys, children);
+    }
+    case kind::named_tuple:
+      return py::make_tuple("namedtuple", at.type, children);
+    case kind::leaf:
+      break;
+  }
+  return py::none();
+}
+
+py::object sample_tree::describe() const {
+  return describe(0);
+}
+
+void sample_tree::clear() noexcept {
+  nodes_.clear();
+}
+
+void sample_tree::clear_leaking() noexcept {
+  for (auto& n : nodes_) {
+    (void)n.type.release();
+    for (auto& key : n.keys) (void)key.release();
+  }
+  nodes_.clear();
+}
+
+}  // namespace gpufeed::python

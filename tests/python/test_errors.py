@@ -1,0 +1,167 @@
+"""Bad arguments, failing samples, skips, layouts gpufeed cannot batch, and timeouts."""
+
+import os
+import time
+import traceback
+
+import numpy as np
+import pytest
+import torch
+
+import gpufeed
+from samples import Indices
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    (dict(batch_size=0), "batch_size"),
+    (dict(batch_size=None), "batch_size=None"),
+    (dict(num_workers=-1), "num_workers"),
+    (dict(timeout=-1), "timeout"),
+    (dict(shuffle=True, sampler=torch.utils.data.SequentialSampler(range(10))), "shuffle"),
+    (dict(batch_size=4, batch_sampler=[[0, 1]]), "batch_sampler"),
+    (dict(collate_fn=lambda b: b), "collate_fn"),
+    (dict(prefetch_depth=0), "prefetch_depth"),
+    (dict(prefetch_factor=0), "prefetch_factor"),
+    (dict(on_error="ignore"), "on_error"),
+    (dict(output="jax"), "output"),
+    (dict(device="tpu"), "device"),
+    (dict(accumulation_steps=0), "accumulation_steps"),
+])
+def test_bad_arguments_raise_value_error_naming_them(kwargs, words):
+    with pytest.raises(ValueError, match=words):
+        gpufeed.DataLoader(Indices(10), **kwargs)
+
+
+def test_the_default_collate_is_accepted():
+    loader = gpufeed.DataLoader(Indices(4), batch_size=2,
+                                collate_fn=torch.utils.data.default_collate)
+    assert [b.tolist() for b in loader] == [[0, 1], [2, 3]]
+
+
+def test_iterable_datasets_and_strings_are_refused_with_the_reason():
+    class Stream(torch.utils.data.IterableDataset):
+        def __iter__(self):
+            return iter(range(3))
+
+    with pytest.raises(ValueError, match="IterableDataset"):
+        gpufeed.DataLoader(Stream())
+
+    class Named(torch.utils.data.Dataset):
+        def __len__(self):
+            return 3
+
+        def __getitem__(self, i):
+            return {"text": "hello", "x": i}
+
+    with pytest.raises(ValueError, match="field 'text'.*str"):
+        gpufeed.DataLoader(Named())
+
+
+class FailsAt(torch.utils.data.Dataset):
+    def __init__(self, n, bad):
+        self.n, self.bad = n, set(bad)
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return self.load(i)
+
+    def load(self, i):
+        if i in self.bad:
+            raise KeyError(f"no record for {i}")
+        return np.full(3, i, dtype=np.int32)
+
+
+def test_a_failing_sample_raises_sample_error_chained_from_the_datasets_exception():
+    loader = gpufeed.DataLoader(FailsAt(20, [7]), batch_size=4, num_workers=2)
+    it = iter(loader)
+    assert next(it)[:, 0].tolist() == [0, 1, 2, 3]
+    with pytest.raises(gpufeed.SampleError) as caught:
+        next(it)
+    e = caught.value
+    assert isinstance(e, RuntimeError)
+    assert e.index == 7 and e.epoch == 0 and e.file is None
+    assert isinstance(e.__cause__, KeyError)
+    text = "".join(traceback.format_exception(e))
+    assert "in load" in text and "no record for 7" in text  # the dataset's own traceback
+    # The failed batch is consumed; iteration goes on with the next one.
+    assert next(it)[:, 0].tolist() == [8, 9, 10, 11]
+
+
+def test_the_skip_policy_counts_and_lists_skips():
+    loader = gpufeed.DataLoader(FailsAt(30, [3, 17, 18]), batch_size=5, num_workers=3,
+                                on_error="skip")
+    got = [int(x) for b in loader for x in b[:, 0]]
+    assert got == [i for i in range(30) if i not in (3, 17, 18)]
+    stats = loader.stats()
+    assert stats["skipped"] == 3 and sorted(stats["skipped_indices"]) == [3, 17, 18]
+
+
+def test_a_sample_of_another_shape_or_dtype_names_its_index_and_field():
+    class Ragged(torch.utils.data.Dataset):
+        def __len__(self):
+            return 12
+
+        def __getitem__(self, i):
+            length = 4 if i == 9 else 3
+            kind = np.float64 if i == 5 else np.float32
+            return {"x": np.zeros(length, dtype=np.float32), "y": np.zeros(2, dtype=kind)}
+
+    loader = gpufeed.DataLoader(Ragged(), batch_size=3, on_error="raise")
+    it = iter(loader)
+    next(it)
+    with pytest.raises(gpufeed.SampleError, match=r"sample 5, field 'y'.*float64") as caught:
+        next(it)
+    assert caught.value.index == 5
+    next(it)
+    with pytest.raises(gpufeed.SampleError, match=r"sample 9, field 'x'.*shape \[4\]"):
+        next(it)
+
+
+def test_a_corrupt_image_names_its_file(tmp_path):
+    if not gpufeed._gpufeed.has_images:
+        pytest.skip("built without the image datasets (OpenCV)")
+    from PIL import Image
+
+    for c in ("a", "b"):
+        (tmp_path / c).mkdir()
+        for k in range(2):
+            Image.new("RGB", (40, 30), (k * 90, 20, 200)).save(tmp_path / c / f"{k}.jpg")
+    broken = tmp_path / "b" / "1.jpg"
+    broken.write_bytes(b"\xff\xd8 not a jpeg")
+    loader = gpufeed.DataLoader(gpufeed.datasets.ImageFolder(tmp_path, height=16, width=16),
+                                batch_size=4)
+    with pytest.raises(gpufeed.SampleError) as caught:
+        list(loader)
+    assert caught.value.file == str(broken) and caught.value.index == 3
+
+
+def test_sample_zero_failing_raises_the_datasets_own_exception():
+    with pytest.raises(KeyError, match="no record for 0"):
+        gpufeed.DataLoader(FailsAt(5, [0]))
+
+
+def test_a_late_batch_raises_loader_timeout_error_naming_the_sample():
+    class Slow(torch.utils.data.Dataset):
+        def __len__(self):
+            return 8
+
+        def __getitem__(self, i):
+            if i == 5:
+                time.sleep(3)
+            return i
+
+    loader = gpufeed.DataLoader(Slow(), batch_size=2, num_workers=2, timeout=0.5)
+    it = iter(loader)
+    next(it), next(it)
+    with pytest.raises(gpufeed.LoaderTimeoutError) as caught:
+        next(it)
+    assert caught.value.index in (4, 5) and isinstance(caught.value, TimeoutError)
+    loader.close()
+
+
+def test_missing_files_raise_file_error():
+    with pytest.raises(gpufeed.FileError) as caught:
+        gpufeed.datasets.HDF5(os.path.join("/nonexistent", "x.h5"))
+    assert "x.h5" in caught.value.path

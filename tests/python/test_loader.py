@@ -1,0 +1,320 @@
+"""gpufeed.DataLoader against torch.utils.data.DataLoader: the same batches, orders, epochs,
+samplers, resumption, held batches and step information."""
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import (BatchSampler, DataLoader as TorchLoader, DistributedSampler,
+                              RandomSampler, SequentialSampler, SubsetRandomSampler)
+
+import gpufeed
+from samples import ALL_FORMS, Indices, assert_same, indices_of
+
+
+@pytest.mark.parametrize("form", ALL_FORMS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("drop_last", [False, True])
+@pytest.mark.parametrize("workers", [0, 3])
+def test_same_batches_as_torch_without_shuffle(form, drop_last, workers):
+    data = form(23)
+    ours = gpufeed.DataLoader(data, batch_size=4, num_workers=workers, drop_last=drop_last)
+    theirs = TorchLoader(data, batch_size=4, drop_last=drop_last)
+    assert len(ours) == len(theirs)
+    got = list(ours)  # every batch kept alive: the ring grows past its depth
+    want = list(theirs)
+    assert len(got) == len(want)
+    for i, (a, b) in enumerate(zip(got, want)):
+        assert_same(a, b, f"batch {i}")
+
+
+def test_a_sequential_sampler_is_the_plain_order():
+    data = Indices(10)
+    got = indices_of(gpufeed.DataLoader(data, batch_size=3, sampler=SequentialSampler(data)))
+    assert got == list(range(10))
+
+
+def test_in_memory_arrays_give_what_a_tensor_dataset_gives():
+    x = np.random.default_rng(1).standard_normal((50, 4)).astype(np.float32)
+    y = np.arange(50, dtype=np.int64)
+    ours = list(gpufeed.DataLoader(gpufeed.datasets.InMemory([x, torch.from_numpy(y)]),
+                                   batch_size=8, num_workers=2))
+    theirs = list(TorchLoader(torch.utils.data.TensorDataset(torch.from_numpy(x),
+                                                             torch.from_numpy(y)), batch_size=8))
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        assert_same(a, b, f"batch {i}")
+    as_dict = next(iter(gpufeed.DataLoader(gpufeed.datasets.InMemory({"x": x, "y": y}),
+                                           batch_size=8)))
+    assert list(as_dict) == ["x", "y"] and torch.equal(as_dict["x"], torch.from_numpy(x[:8]))
+
+
+def test_hdf5_rows_as_an_h5py_dataset_gives_them(tmp_path):
+    h5py = pytest.importorskip("h5py")
+    path = tmp_path / "data.h5"
+    rng = np.random.default_rng(2)
+    images = rng.integers(0, 255, (40, 5, 6, 3), dtype=np.uint8)
+    labels = rng.integers(0, 10, 40).astype(np.int64)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("images", data=images, chunks=(8, 5, 6, 3), compression="gzip")
+        f.create_dataset("labels", data=labels)
+
+    class H5(torch.utils.data.Dataset):
+        def __len__(self):
+            return 40
+
+        def __getitem__(self, i):
+            with h5py.File(path, "r") as f:
+                return {"images": f["images"][i], "labels": f["labels"][i]}
+
+    ours = list(gpufeed.DataLoader(gpufeed.datasets.HDF5(path), batch_size=16, num_workers=2))
+    theirs = list(TorchLoader(H5(), batch_size=16))
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        assert_same(a, b, f"batch {i}")
+
+
+@pytest.mark.parametrize("workers", range(1, 9))
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_shuffle_gives_each_sample_once_per_epoch(workers, drop_last):
+    loader = gpufeed.DataLoader(Indices(103), batch_size=10, shuffle=True, num_workers=workers,
+                                drop_last=drop_last, seed=5)
+    for epoch in range(2):
+        got = indices_of(loader)
+        assert len(got) == (100 if drop_last else 103)
+        assert len(set(got)) == len(got)
+        if not drop_last:
+            assert sorted(got) == list(range(103))
+        assert got != sorted(got)
+
+
+def test_the_order_does_not_depend_on_the_worker_count():
+    orders = {w: [indices_of(gpufeed.DataLoader(Indices(97), batch_size=7, shuffle=True,
+                                                num_workers=w, seed=11)
+                             .__iter__())] for w in (1, 2, 5, 8)}
+    assert len({str(o) for o in orders.values()}) == 1
+
+
+def test_epochs_reshuffle_and_set_epoch_repeats_one():
+    loader = gpufeed.DataLoader(Indices(50), batch_size=5, shuffle=True, seed=3)
+    first, second = indices_of(loader), indices_of(loader)
+    assert first != second and sorted(first) == sorted(second)
+    loader.set_epoch(0)
+    assert indices_of(loader) == first
+
+
+def test_generator_and_torch_seed_make_the_shuffle_reproducible():
+    def order(**kwargs):
+        return indices_of(gpufeed.DataLoader(Indices(60), batch_size=6, shuffle=True, **kwargs))
+
+    assert order(generator=torch.Generator().manual_seed(7)) == \
+        order(generator=torch.Generator().manual_seed(7))
+    assert order(generator=torch.Generator().manual_seed(7)) != \
+        order(generator=torch.Generator().manual_seed(8))
+    torch.manual_seed(1)
+    a = order()
+    torch.manual_seed(1)
+    assert order() == a
+
+
+def test_a_random_sampler_and_a_batch_sampler_give_torchs_batches():
+    data = Indices(41)
+    ours = gpufeed.DataLoader(data, batch_size=4,
+                              sampler=RandomSampler(data, generator=torch.Generator().manual_seed(1)))
+    theirs = TorchLoader(data, batch_size=4,
+                         sampler=RandomSampler(data, generator=torch.Generator().manual_seed(1)))
+    for _ in range(2):  # each epoch draws the sampler again, as torch does
+        assert [b.tolist() for b in ours] == [b.tolist() for b in theirs]
+
+    def batches():
+        return BatchSampler(SubsetRandomSampler(range(0, 41, 2),
+                                                generator=torch.Generator().manual_seed(4)),
+                            batch_size=3, drop_last=False)
+
+    ours = gpufeed.DataLoader(data, batch_sampler=batches())
+    theirs = TorchLoader(data, batch_sampler=batches())
+    assert len(ours) == len(theirs)
+    assert [b.tolist() for b in ours] == [b.tolist() for b in theirs]
+
+
+def test_distributed_sampler_over_two_ranks_with_set_epoch():
+    data = Indices(50)
+    per_epoch = []
+    for epoch in range(3):
+        ranks = []
+        for rank in range(2):
+            sampler = DistributedSampler(data, num_replicas=2, rank=rank, shuffle=True, seed=9)
+            sampler.set_epoch(epoch)
+            got = indices_of(gpufeed.DataLoader(data, batch_size=4, sampler=sampler,
+                                                num_workers=2))
+            twin = DistributedSampler(data, num_replicas=2, rank=rank, shuffle=True, seed=9)
+            twin.set_epoch(epoch)
+            assert got == indices_of(TorchLoader(data, batch_size=4, sampler=twin))
+            ranks.append(got)
+        assert not set(ranks[0]) & set(ranks[1])  # disjoint
+        assert sorted(ranks[0] + ranks[1]) == list(range(50))  # complete
+        per_epoch.append(ranks[0])
+    assert per_epoch[0] != per_epoch[1] != per_epoch[2]  # reshuffled per epoch
+
+
+def test_one_loader_follows_its_distributed_samplers_set_epoch():
+    data = Indices(40)
+    sampler = DistributedSampler(data, num_replicas=2, rank=1, shuffle=True, seed=2)
+    loader = gpufeed.DataLoader(data, batch_size=5, sampler=sampler)
+    seen = []
+    for epoch in range(2):
+        sampler.set_epoch(epoch)  # the idiom of every DDP script
+        seen.append(indices_of(loader))
+        expected = DistributedSampler(data, num_replicas=2, rank=1, shuffle=True, seed=2)
+        expected.set_epoch(epoch)
+        assert seen[-1] == list(expected)
+    assert seen[0] != seen[1]
+
+
+@pytest.mark.parametrize("sampled", [False, True])
+def test_resume_from_a_state_dict_mid_epoch(sampled):
+    data = Indices(64)
+
+    def make():
+        if sampled:
+            return gpufeed.DataLoader(
+                data, batch_size=5, num_workers=3,
+                sampler=RandomSampler(data, generator=torch.Generator().manual_seed(3)))
+        return gpufeed.DataLoader(data, batch_size=5, shuffle=True, seed=21, num_workers=3)
+
+    first = make()
+    it = iter(first)
+    head = [next(it).tolist() for _ in range(4)]
+    state = first.state_dict()
+    rest = [b.tolist() for b in it]
+    next_epoch = indices_of(first)
+
+    resumed = make()
+    resumed.load_state_dict(state)
+    assert [b.tolist() for b in resumed] == rest
+    assert head  # the state was taken after real batches
+    if not sampled:  # the builtin shuffle continues with the same following epoch
+        assert indices_of(resumed) == next_epoch
+
+
+def test_held_batches_grow_the_ring_and_a_zero_budget_refuses():
+    data = Indices(200)
+    loader = gpufeed.DataLoader(data, batch_size=4, prefetch_depth=2)
+    held = list(loader)  # 50 batches alive at once, far past 2 slots
+    assert indices_of(held) == list(range(200))
+    stats = loader.stats()
+    assert stats["ring_grown"] > 0 and stats["ring_max_slots"] >= 50
+
+    strict = gpufeed.DataLoader(data, batch_size=4, prefetch_depth=2, held_batches_budget=0)
+    with pytest.raises(ValueError, match="held_batches_budget"):
+        kept = [b for b in strict]  # noqa: F841
+    # Batches dropped as they go never need more slots.
+    light = gpufeed.DataLoader(data, batch_size=4, prefetch_depth=2)
+    total = sum(int(b.sum()) for b in light)
+    assert total == sum(range(200)) and light.stats()["ring_grown"] == 0
+
+
+def test_step_info_for_gradient_accumulation():
+    loader = gpufeed.DataLoader(Indices(26), batch_size=4, accumulation_steps=3)
+    infos = []
+    for batch in loader:
+        assert loader.step_info is not None
+        infos.append(loader.step_info)
+    assert [i.step for i in infos] == [0, 0, 0, 1, 1, 1, 2]
+    assert [i.last_micro for i in infos] == [False, False, True, False, False, True, True]
+    assert infos[-1].samples_in_step == 2 and infos[-1].short_step
+    assert infos[0].samples_in_step == 12
+    listed = next(iter(gpufeed.DataLoader(Indices(8), batch_size=4)))
+    assert isinstance(listed, torch.Tensor)  # a bare tensor carries no attribute...
+    pairs = next(iter(gpufeed.DataLoader(ALL_FORMS[0](8), batch_size=4, accumulation_steps=2)))
+    assert pairs.step_info.micro == 0 and pairs.step_info.micros_in_step == 2  # ...a list does
+
+
+def test_len_matches_torch_for_every_form_of_order():
+    data = Indices(45)
+    for kwargs in (dict(batch_size=7), dict(batch_size=7, drop_last=True),
+                   dict(batch_size=7, shuffle=True),
+                   dict(batch_size=7, sampler=RandomSampler(data)),
+                   dict(batch_size=7, drop_last=True, sampler=RandomSampler(data)),
+                   dict(batch_sampler=BatchSampler(RandomSampler(data), 6, False))):
+        assert len(gpufeed.DataLoader(data, **kwargs)) == len(TorchLoader(data, **kwargs)), kwargs
+
+
+def test_a_new_iter_starts_the_next_epoch_after_a_break():
+    loader = gpufeed.DataLoader(Indices(30), batch_size=5, shuffle=True, seed=1)
+    it = iter(loader)
+    next(it)
+    full = indices_of(loader)  # iter() again: a whole new epoch (epoch 1)
+    assert sorted(full) == list(range(30))
+    reference = gpufeed.DataLoader(Indices(30), batch_size=5, shuffle=True, seed=1)
+    reference.set_epoch(1)
+    assert indices_of(reference) == full
+
+
+def test_numpy_output_and_worker_info():
+    seen = []
+
+    class Spy(torch.utils.data.Dataset):
+        def __len__(self):
+            return 12
+
+        def __getitem__(self, i):
+            info = gpufeed.get_worker_info()
+            # None once: gpufeed reads sample 0 on the calling thread to learn its layout.
+            seen.append(None if info is None else
+                        (info["id"], info["num_workers"], info["dataset"] is self))
+            return np.float32(i)
+
+    loader = gpufeed.DataLoader(Spy(), batch_size=4, num_workers=3, output="numpy")
+    batches = list(loader)
+    assert all(isinstance(b, np.ndarray) and b.dtype == np.float32 for b in batches)
+    assert np.concatenate(batches).tolist() == list(range(12))
+    assert seen.count(None) == 1 and seen[0] is None
+    assert all(n == 3 and same and 0 <= w < 3 for w, n, same in seen[1:])
+    assert gpufeed.get_worker_info() is None
+
+
+def test_worker_init_fn_runs_once_per_worker_thread():
+    calls = []
+    loader = gpufeed.DataLoader(Indices(64), batch_size=2, num_workers=4,
+                                worker_init_fn=calls.append)
+    for _ in range(2):
+        list(loader)
+    assert sorted(calls) == sorted(set(calls)) and set(calls) <= {0, 1, 2, 3} and calls
+
+
+def test_diagnosis_and_stats_are_there():
+    loader = gpufeed.DataLoader(gpufeed.datasets.Synthetic(400, [("x", "float32", [16])]),
+                                batch_size=8, num_workers=2)
+    batches = sum(1 for _ in loader)
+    stats = loader.stats()
+    assert stats["batches"] == batches == 50 and stats["samples"] == 400
+    d = loader.diagnose()
+    assert d.kind and d.sentence and str(d) == d.sentence
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: the GPU path is "
+                    "checked on a GPU machine (scripts/device-check)")
+def test_cuda_batches_match_host_batches():
+    data = Indices(40)
+    host = [b.tolist() for b in gpufeed.DataLoader(data, batch_size=8)]
+    on_gpu = list(gpufeed.DataLoader(data, batch_size=8, device="cuda"))
+    assert all(b.is_cuda for b in on_gpu)
+    assert [b.cpu().tolist() for b in on_gpu] == host
+
+
+def test_the_diagnosis_names_the_gil_when_python_work_serializes_the_workers():
+    class PurePython(torch.utils.data.Dataset):
+        def __len__(self):
+            return 240
+
+        def __getitem__(self, i):
+            total = 0
+            for k in range(20_000):  # bytecode: holds the GIL throughout
+                total += k * i
+            return np.int64(total % 7)
+
+    loader = gpufeed.DataLoader(PurePython(), batch_size=4, num_workers=4)
+    for _ in loader:
+        pass
+    d = loader.diagnose()
+    assert d.kind == "gil_bound", d
+    assert "GIL" in d.sentence and "gpufeed.datasets" in d.sentence
+    times = loader._native_dataset.gil_times()
+    assert times["reads"] >= 240 and times["wait_s"] > 0  # workers run ahead into epoch 1
