@@ -1,8 +1,8 @@
 #pragma once
 // The autotuner's decisions (loader_options::workers = auto_workers, prefetch_depth =
 // auto_depth), as a pure function of what the loader measured over one window of batches, so
-// that they can be tested without threads. loader_core feeds it from next() and applies what it
-// decides; see docs/tuning.md, "Autotuning".
+// that they can be tested without threads. autotune_driver.hpp feeds it from next(), and the loader
+// applies what it decides; see docs/tuning.md, "Autotuning".
 
 #include <cstddef>
 #include <cstdint>
@@ -57,7 +57,7 @@ class autotuner {
  public:
   explicit autotuner(autotune_bounds bounds, autotune_thresholds thresholds = {});
 
-  /// The decision for one window. Not thread-safe; loader_core calls it under its mutex.
+  /// The decision for one window. Not thread-safe; only the consumer thread calls it.
   [[nodiscard]] autotune_decision decide(autotune_window const& window);
 
   [[nodiscard]] autotune_bounds const& bounds() const noexcept { return bounds_; }
