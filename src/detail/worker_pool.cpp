@@ -86,10 +86,14 @@ void worker_pool::run(unsigned worker, worker_jobs& jobs) {
       auto const from = steady_ns();
       idle(lock);
       if (ring_full) {
-        if (slot_wait) {  // a second spell before any work (rare): the first is recorded now
-          jobs.waited_for_slot(worker, slot_wait->first, slot_wait->second);
+        // A second spell before any work (rare) records the first now, with the mutex released
+        // as for any other.
+        auto const earlier = std::exchange(slot_wait, std::pair{from, steady_ns()});
+        if (earlier) {
+          lock.unlock();
+          jobs.waited_for_slot(worker, earlier->first, earlier->second);
+          lock.lock();
         }
-        slot_wait.emplace(from, steady_ns());
       }
       continue;
     }
