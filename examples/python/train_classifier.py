@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import time
@@ -222,7 +223,9 @@ def git_commit():
         return "unknown"
 
 
-def machine():
+def machine(load_average):
+    """The machine, for the JSON; `load_average`: the 1-minute load when the run started (other
+    jobs on a shared machine slow both loaders)."""
     model = platform.processor()
     try:
         with open("/proc/cpuinfo") as f:
@@ -231,7 +234,7 @@ def machine():
         pass
     return dict(cpus=len(os.sched_getaffinity(0)), cpu_model=model, system=platform.platform(),
                 python=platform.python_version(), torch=torch.__version__,
-                gpufeed=gpufeed.__version__,
+                gpufeed=gpufeed.__version__, load_average=load_average,
                 gpu=torch.cuda.get_device_name(0) if torch.cuda.is_available() else None)
 
 
@@ -259,11 +262,15 @@ def warm_up(args, device):
 
 
 def speed_ratio(results):
-    """gpufeed's samples/s over torch's, or None unless both ran."""
+    """gpufeed's samples/s over torch's, over the whole run and the median of the epochs' ratios
+    (each epoch's two runs ran next to each other): (whole, median), or None unless both ran."""
     by_name = {r["loader"]: r for r in results}
     if len(by_name) < 2 or by_name["torch"]["samples_per_s"] <= 0:
         return None
-    return by_name["gpufeed"]["samples_per_s"] / by_name["torch"]["samples_per_s"]
+    g, t = by_name["gpufeed"], by_name["torch"]
+    per_epoch = [(a["samples"] / a["seconds"]) / (b["samples"] / b["seconds"])
+                 for a, b in zip(g["epochs"], t["epochs"])]
+    return g["samples_per_s"] / t["samples_per_s"], statistics.median(per_epoch)
 
 
 def print_summary(results):
@@ -275,7 +282,8 @@ def print_summary(results):
               f"{100 * r['wait_share']:5.1f}%, held-out accuracy {held}, "
               f"{r['train_seconds']:.1f} s for {r['samples']} samples")
     if (ratio := speed_ratio(results)) is not None:
-        print(f"  gpufeed / torch: {ratio:.2f}x samples/s")
+        print(f"  gpufeed / torch: {ratio[0]:.2f}x samples/s (median of the epochs' ratios "
+              f"{ratio[1]:.2f}x)")
     for r in results:
         if r["diagnosis"] is None:
             continue
@@ -289,6 +297,7 @@ def main(argv):
         gpufeed.set_log_level("warn")  # its info lines describe each loader made
     device = resolve_device(parser, args.device)
     start = time.perf_counter()
+    load_average = os.getloadavg()[0]
     train, val, data = dataset_folders(args)
     runs = make_runs(args, device, train, val)
     print(f"train_classifier.py: {len(runs[0].feed.dataset)} training images from {train} -> "
@@ -306,14 +315,16 @@ def main(argv):
         run.evaluate()
     results = [run.result() for run in runs]
     print_summary(results)
+    ratio = speed_ratio(results)
     if args.json:
         report = dict(
             command=[Path(sys.executable).name, *sys.argv], commit=args.commit or git_commit(),
-            machine=machine(), device=str(device), data=data,
+            machine=machine(load_average), device=str(device), data=data,
             settings=dict(epochs=args.epochs, batch_size=args.batch_size, workers=args.workers,
                           image_size=args.image_size, lr=args.lr, seed=args.seed,
                           full_decode=args.full_decode, torch_threads=torch.get_num_threads()),
-            results=results, gpufeed_over_torch_samples_per_s=speed_ratio(results),
+            results=results, gpufeed_over_torch=ratio and dict(
+                samples_per_s=ratio[0], median_of_epoch_ratios=ratio[1]),
             total_seconds=time.perf_counter() - start)
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
