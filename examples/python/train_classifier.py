@@ -56,7 +56,7 @@ class Run:
 
     def __init__(self, feed, held_out, args, device):
         torch.manual_seed(args.seed)  # the same initial weights in every run
-        self.model = Classifier(len(synthetic_images.CLASS_NAMES)).to(device)
+        self.model = Classifier(len(feed.dataset.classes)).to(device)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=args.lr)
         self.feed, self.held_out = feed, held_out
         self.epochs = args.epochs
@@ -131,7 +131,8 @@ class Run:
 
 
 def parse_flags(argv):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    # No abbreviated flags: --quick must see every flag given explicitly.
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False,
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--loader", choices=("torch", "gpufeed", "both"), default="both",
                    help="which data loader feeds the training (both: side by side)")
@@ -254,9 +255,9 @@ def make_runs(args, device, train, val):
     return [Run(feed, held_out, args, device) for feed, held_out in runs]
 
 
-def warm_up(args, device):
+def warm_up(args, device, classes):
     """torch's one-time set-up (thread pools, kernels, allocator), charged to no run."""
-    model = Classifier(len(synthetic_images.CLASS_NAMES)).to(device)
+    model = Classifier(classes).to(device)
     x = torch.zeros(args.batch_size, 3, args.image_size, args.image_size, device=device)
     model(x).sum().backward()
 
@@ -300,12 +301,13 @@ def main(argv):
     load_average = os.getloadavg()[0]
     train, val, data = dataset_folders(args)
     runs = make_runs(args, device, train, val)
-    print(f"train_classifier.py: {len(runs[0].feed.dataset)} training images from {train} -> "
+    print(f"train_classifier.py: {len(runs[0].feed.dataset)} training images in "
+          f"{len(runs[0].feed.dataset.classes)} classes from {train} -> "
           f"{args.image_size}x{args.image_size} | batch {args.batch_size} | {args.workers} "
           f"workers each | {args.epochs} epochs | Adam lr {args.lr} | {device} "
           f"({torch.get_num_threads()} torch threads, {len(os.sched_getaffinity(0))} CPUs)",
           flush=True)
-    warm_up(args, device)
+    warm_up(args, device, len(runs[0].feed.dataset.classes))
     # Epoch by epoch, in turn (the order swapped every epoch), so that a drift in the machine's
     # speed (other jobs on it) touches both loaders alike.
     for epoch in range(args.epochs):
