@@ -16,6 +16,7 @@ are written once into a cache folder. Exit status: 0; 1 on an error; 2 on a bad 
 
 import argparse
 import json
+import math
 import os
 import platform
 import statistics
@@ -86,9 +87,9 @@ class Run:
             loss_sum += loss.detach() * labels.numel()
             correct += (logits.detach().argmax(1) == labels).sum()
             samples += labels.numel()
+        mean_loss = loss_sum.item() / max(1, samples)  # waits for the GPU's last step
         seconds = time.perf_counter() - start
-        mean_loss = loss_sum.item() / max(1, samples)
-        if not mean_loss == mean_loss or abs(mean_loss) == float("inf"):
+        if not math.isfinite(mean_loss):
             raise RuntimeError(f"the {self.name} run's training loss is not finite ({mean_loss}) "
                                f"in epoch {epoch + 1}; lower --lr")
         self.samples += samples
