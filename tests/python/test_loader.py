@@ -318,3 +318,10 @@ def test_the_diagnosis_names_the_gil_when_python_work_serializes_the_workers():
     assert "GIL" in d.sentence and "gpufeed.datasets" in d.sentence
     times = loader._native_dataset.gil_times()
     assert times["reads"] >= 240 and times["wait_s"] > 0  # workers run ahead into epoch 1
+
+
+def test_autotune_lets_gpufeed_choose_workers_and_depth():
+    loader = gpufeed.DataLoader(Indices(300), batch_size=6, shuffle=True, seed=2, autotune=True)
+    assert sorted(indices_of(loader)) == list(range(300))
+    stats = loader.stats()
+    assert stats["autotuned"] and stats["worker_threads"] >= 1
