@@ -8,6 +8,9 @@
 #include <vector>
 
 #include "compare.hpp"
+#if GPUFEED_BENCH_WITH_IMAGES
+#include "decode.hpp"
+#endif
 #include "gpufeed/version.hpp"
 #include "json_report.hpp"
 #include "machine_info.hpp"
@@ -49,7 +52,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", gpufeed::version);
   app.require_subcommand(1);
   app.footer(
-      "Host subcommands: overhead, memcpy, compare, sweep; CUDA builds add h2d and overlap. "
+      "Host subcommands: overhead, memcpy, compare, sweep (and decode where the image datasets "
+      "are built); CUDA builds add h2d and overlap. "
       "Each prints a table; --json FILE writes the report (schema: docs/benchmarks/schema.json). "
       "gpufeed-bench SUBCOMMAND --help explains every flag with its unit and default.");
 
@@ -61,6 +65,10 @@ int main(int argc, char** argv) {
   CLI::App* const compare_command = bench::add_compare_command(app, compare);
   bench::sweep_config sweep = bench::default_sweep_config();
   CLI::App* const sweep_command = bench::add_sweep_command(app, sweep);
+#if GPUFEED_BENCH_WITH_IMAGES
+  bench::decode_config decode = bench::default_decode_config();
+  CLI::App* const decode_command = bench::add_decode_command(app, decode);
+#endif
 #if GPUFEED_WITH_CUDA
   bench::h2d_config h2d = bench::default_h2d_config();
   bench::overlap_config overlap = bench::default_overlap_config();
@@ -101,6 +109,12 @@ int main(int argc, char** argv) {
       rep = bench::run_sweep(sweep, std::cout);
       json_path = sweep.json_path;
     }
+#if GPUFEED_BENCH_WITH_IMAGES
+    if (decode_command->parsed()) {
+      rep = bench::run_decode(decode, std::cout);
+      json_path = decode.common.json_path;
+    }
+#endif
 #if GPUFEED_WITH_CUDA
     if (h2d_command->parsed()) {
       rep = bench::run_h2d(h2d, std::cout);

@@ -62,6 +62,21 @@ struct image_options {
   /// Let JPEGs be decoded at 1/2, 1/4 or 1/8 size (libjpeg's DCT scaling) when the crop is
   /// that much larger than the output: much faster, and nearly the same pixels.
   bool reduced_decoding = true;
+  /// Decode (inverse DCT, upsampling, colour conversion) only the rows and columns of a JPEG
+  /// that the crop needs; the pixels inside the crop are those of a whole decode.
+  bool cropped_decoding = true;
+};
+
+/// @brief Where an image dataset's workers spent their time, summed over workers, since the
+/// dataset was constructed (`image_folder::stage_times()`, `file_list::stage_times()`).
+struct image_stage_times {
+  std::uint64_t images = 0;          ///< images decoded and transformed (failures not counted)
+  double read_s = 0;                 ///< reading the files
+  double decode_s = 0;               ///< decoding them (JPEG: only the part and the size needed)
+  double resize_s = 0;               ///< cropping, scaling, flipping into the batch
+  double jitter_s = 0;               ///< colour jitter
+  std::uint64_t decoded_pixels = 0;  ///< pixels decoded (after DCT scaling and cropping)
+  std::uint64_t source_pixels = 0;   ///< the same images' pixels at full size
 };
 
 /// @brief One image of an image dataset: its path and its label.
