@@ -6,6 +6,8 @@
 #include <jpeglib.h>
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -24,6 +26,7 @@
 #include "gpufeed/detail/jpeg_decode.hpp"
 #include "gpufeed/detail/slot_layout.hpp"
 #include "gpufeed/error.hpp"
+#include "support/gdal_tsan_suppression.hpp"
 #include "support/image_fixtures.hpp"
 #include "support/reference_resize.hpp"
 
@@ -190,7 +193,8 @@ TEST(image_decode_test, CroppedDecodingKeepsTheDatasetsPixels) {
     image_options o{.height = size,
                     .width = size,
                     .resize = resize_mode::random_resized_crop,
-                    .horizontal_flip = true};
+                    .horizontal_flip = true,
+                    .planar_decoding = false};  // RGB decodes only: the planar path decodes all
     gpufeed::image_folder cropped{root, o};
     o.cropped_decoding = false;
     gpufeed::image_folder whole{root, o};
@@ -303,4 +307,114 @@ TEST(image_decode_test, StageTimesCountEachImage) {
   EXPECT_GT(t.decode_s, 0.0);
   EXPECT_GT(t.resize_s, 0.0);
   EXPECT_EQ(t.jitter_s >= 0.0, true);
+}
+
+namespace {
+
+struct difference {
+  double mean = 0;               // mean absolute difference, grey levels
+  std::array<double, 3> bias{};  // mean signed difference per channel
+  int most = 0;                  // largest absolute difference
+};
+
+difference compare(pixels const& a, pixels const& b) {
+  difference d;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    int const delta = int{a[i]} - int{b[i]};
+    d.mean += std::abs(delta);
+    d.bias[i % 3] += delta;
+    d.most = std::max(d.most, std::abs(delta));
+  }
+  d.mean /= static_cast<double>(a.size());
+  for (double& b_ : d.bias) b_ /= static_cast<double>(a.size() / 3);
+  return d;
+}
+
+}  // namespace
+
+// The planar path (planes resampled, colour converted at the output size) against RGB decodes
+// resampled the same way: close on average, unbiased, bounded at sharp colour edges; for every
+// chroma sampling, at full and reduced size. And it is taken: it decodes whole images.
+TEST(image_decode_test, PlanarDecodingIsCloseToRgbDecoding) {
+  temp_dir dir;
+  std::vector<std::pair<std::string, jpeg_layout>> const layouts{
+      {"420", {}},
+      {"422", {.h_luma = 2, .v_luma = 1}},
+      {"440", {.h_luma = 1, .v_luma = 2}},
+      {"444", {.h_luma = 1, .v_luma = 1}},
+      {"progressive", {.progressive = true}}};
+  for (std::size_t i = 0; i < layouts.size(); ++i) {
+    write_bytes(
+        dir.path() / "c" / (layouts[i].first + ".jpg"),
+        encode_jpeg(make_photo(333, 250, static_cast<unsigned>(20 + i)), layouts[i].second));
+  }
+  for (int size : {224, 96}) {  // 96: DCT scaling for the larger crops
+    image_options o{.height = size,
+                    .width = size,
+                    .resize = resize_mode::random_resized_crop,
+                    .scale_min = 0.7F,  // crops over 60 % of the image: the planar path
+                    .horizontal_flip = true};
+    gpufeed::image_folder planar{dir.path(), o};
+    o.planar_decoding = false;
+    gpufeed::image_folder rgb{dir.path(), o};
+    for (std::size_t i = 0; i < planar.size(); ++i) {
+      for (std::uint64_t seed = 0; seed < 6; ++seed) {
+        auto const d = compare(read_one(planar, i, seed), read_one(rgb, i, seed));
+        std::string const what = planar.entries()[i].path + ", seed " + std::to_string(seed) +
+                                 ", output " + std::to_string(size);
+        EXPECT_LT(d.mean, 1.0) << what;
+        for (double const b : d.bias) EXPECT_LT(std::abs(b), 0.25) << what;
+        EXPECT_LE(d.most, 64) << what;
+      }
+    }
+    auto const whole = planar.stage_times();
+    EXPECT_EQ(whole.images, rgb.stage_times().images);
+    EXPECT_GT(static_cast<double>(whole.decoded_pixels),
+              0.99 * static_cast<double>(rgb.stage_times().decoded_pixels))
+        << "the planar path decodes every pixel";
+  }
+}
+
+// Grey JPEGs (one component) and PNGs take the RGB path: the option changes none of their pixels.
+TEST(image_decode_test, PlanarDecodingLeavesOtherImagesAlone) {
+  temp_dir dir;
+  write_bytes(dir.path() / "c" / "grey.jpg", encode_jpeg(make_photo(120, 90, 4), {.grey = true}));
+  write_bytes(dir.path() / "c" / "photo.png",
+              gpufeed::test::encode(make_photo(120, 90, 5), ".png"));
+  image_options o{.height = 64, .width = 64, .resize = resize_mode::random_resized_crop};
+  gpufeed::image_folder planar{dir.path(), o};
+  o.planar_decoding = false;
+  gpufeed::image_folder rgb{dir.path(), o};
+  for (std::size_t i = 0; i < planar.size(); ++i) {
+    for (std::uint64_t seed = 0; seed < 4; ++seed) {
+      EXPECT_EQ(read_one(planar, i, seed), read_one(rgb, i, seed)) << i << ", seed " << seed;
+    }
+  }
+}
+
+// The SIMD kernels and the plain C++ ones give the same pixels, on both paths.
+TEST(image_decode_test, PortableKernelsGiveTheSamePixels) {
+  temp_dir dir;
+  write_bytes(dir.path() / "c" / "a.jpg", encode_jpeg(make_photo(333, 250, 9), {}));
+  write_bytes(dir.path() / "c" / "b.jpg",
+              encode_jpeg(make_photo(200, 301, 10), {.h_luma = 1, .v_luma = 1}));
+  for (bool planar_path : {true, false}) {
+    for (int size : {224, 61}) {
+      gpufeed::image_folder d{dir.path(), image_options{.height = size,
+                                                        .width = size + 3,
+                                                        .resize = resize_mode::random_resized_crop,
+                                                        .horizontal_flip = true,
+                                                        .planar_decoding = planar_path}};
+      for (std::size_t i = 0; i < d.size(); ++i) {
+        for (std::uint64_t seed = 0; seed < 5; ++seed) {
+          bool const was_fast = gpufeed::detail::use_portable_resize(true);
+          auto const plain = read_one(d, i, seed);
+          (void)gpufeed::detail::use_portable_resize(false);
+          EXPECT_TRUE(was_fast);
+          EXPECT_EQ(plain, read_one(d, i, seed)) << "planar " << planar_path << ", size " << size
+                                                 << ", image " << i << ", seed " << seed;
+        }
+      }
+    }
+  }
 }

@@ -26,16 +26,9 @@
 #include "gpufeed/detail/image_pipeline.hpp"
 #include "gpufeed/detail/slot_layout.hpp"
 #include "gpufeed/gpufeed.hpp"
+#include "support/gdal_tsan_suppression.hpp"
 #include "support/image_fixtures.hpp"
 #include "support/reference_resize.hpp"
-
-#if defined(__SANITIZE_THREAD__)
-// Debian's OpenCV registers GDAL's codecs at its first use; GDAL (not instrumented) takes its own
-// mutexes in an order ThreadSanitizer reports as a potential deadlock. Not gpufeed's code.
-extern "C" char const* __tsan_default_suppressions() {  // NOLINT: TSan hook
-  return "deadlock:libgdal.so\n";
-}
-#endif
 
 namespace {
 
@@ -508,6 +501,7 @@ TEST_F(image_folder_test, ReducedDecodingGivesOpenCvPixels) {
     EXPECT_EQ(read_one(reduced, 0).image, rgb_bytes(want)) << "1/" << factor;
 
     o.reduced_decoding = false;
+    o.planar_decoding = false;  // RGB all the way (image_decode_test covers the planar path)
     gpufeed::image_folder full{dir.parent_path(), o};
     cv::Mat const whole = cv::imdecode(jpeg, cv::IMREAD_COLOR);
     auto const shrunk = gpufeed::test::reference_resize(whole, {0, 0, 512, 384}, w, h);

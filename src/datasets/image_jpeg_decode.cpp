@@ -3,6 +3,7 @@
 
 #include <jpeglib.h>
 #include <algorithm>
+#include <array>
 #include <csetjmp>
 #include <cstddef>
 #include <cstdint>
@@ -202,6 +203,74 @@ bool read_rows(jpeg_state& info, jpeg_failure& failure, row_request const& reque
   return true;
 }
 
+// The planes decode_planes fills: each padded to whole blocks, as libjpeg writes them.
+struct plane_layout {
+  std::array<std::size_t, 3> stride{};
+  std::array<std::size_t, 3> offset{};
+  std::array<int, 3> rows_per_call{};  // a component's rows in one iMCU row
+  std::array<plane_view, 3> planes{};  // (data is null: the buffer is not there yet)
+  std::size_t bytes = 0;
+};
+
+plane_layout layout_planes(jpeg_state const& info) {
+  plane_layout layout;
+  auto const imcu_rows =
+      (info.output_height +
+       static_cast<JDIMENSION>(info.max_v_samp_factor * info.min_DCT_scaled_size) - 1) /
+      static_cast<JDIMENSION>(info.max_v_samp_factor * info.min_DCT_scaled_size);
+  for (std::size_t c = 0; c < 3; ++c) {
+    auto const& comp = info.comp_info[c];
+    layout.rows_per_call[c] = comp.v_samp_factor * comp.DCT_scaled_size;
+    layout.stride[c] =
+        std::size_t{comp.width_in_blocks} * static_cast<std::size_t>(comp.DCT_scaled_size) + 32;
+    layout.offset[c] = layout.bytes;
+    layout.bytes +=
+        layout.stride[c] * imcu_rows * static_cast<std::size_t>(layout.rows_per_call[c]);
+    // Pixels per sample. With DCT scaling libjpeg may enlarge a chroma plane in its inverse DCT
+    // (a larger DCT_scaled_size) instead of upsampling it: then its samples are as fine as the
+    // image's pixels. (Read here: jpeg_finish_decompress frees comp_info.)
+    layout.planes[c] = {nullptr,
+                        layout.stride[c],
+                        static_cast<int>(comp.downsampled_width),
+                        static_cast<int>(comp.downsampled_height),
+                        (info.max_h_samp_factor * info.min_DCT_scaled_size) /
+                            (comp.h_samp_factor * comp.DCT_scaled_size),
+                        (info.max_v_samp_factor * info.min_DCT_scaled_size) /
+                            (comp.v_samp_factor * comp.DCT_scaled_size)};
+  }
+  return layout;
+}
+
+// Starts a raw decode: the planes as stored, no upsampling, no colour conversion.
+bool start_raw(jpeg_state& info, jpeg_failure& failure) noexcept {
+  if (setjmp(failure.jump) != 0) return false;
+  info.raw_data_out = TRUE;
+  (void)jpeg_start_decompress(&info);
+  return true;
+}
+
+// Reads every iMCU row of the planes into `pixels` (laid out as `layout` says), then reads on
+// to the end of the image, so that damage anywhere is reported.
+bool read_raw(jpeg_state& info, jpeg_failure& failure, plane_layout const& layout,
+              unsigned char* pixels) noexcept {
+  if (setjmp(failure.jump) != 0) return false;
+  constexpr int max_rows = 2 * DCTSIZE;  // v_samp_factor <= 2 (planar() checks)
+  JSAMPROW rows[3][max_rows];
+  JSAMPARRAY planes[3] = {rows[0], rows[1], rows[2]};
+  auto const lines = static_cast<JDIMENSION>(info.max_v_samp_factor * info.min_DCT_scaled_size);
+  for (std::size_t imcu = 0; info.output_scanline < info.output_height; ++imcu) {
+    for (std::size_t c = 0; c < 3; ++c) {
+      auto const n = static_cast<std::size_t>(layout.rows_per_call[c]);
+      for (std::size_t r = 0; r < n; ++r) {
+        rows[c][r] = pixels + layout.offset[c] + (imcu * n + r) * layout.stride[c];
+      }
+    }
+    if (jpeg_read_raw_data(&info, planes, lines) == 0) return false;
+  }
+  (void)jpeg_finish_decompress(&info);
+  return true;
+}
+
 }  // namespace
 
 bool looks_like_jpeg(std::span<unsigned char const> bytes) noexcept {
@@ -292,6 +361,44 @@ rgbx_view jpeg_reader::decode(pixel_rect want, rgbx_buffer& buffer) {
           static_cast<int>(y1 - y0),
           static_cast<int>(request.x_offset),
           static_cast<int>(y0)};
+}
+
+bool jpeg_reader::planar() const noexcept {
+  auto const& info = state_->info;
+  if (info.jpeg_color_space != JCS_YCbCr || info.num_components != 3 || info.data_precision != 8 ||
+      info.max_h_samp_factor > 2 || info.max_v_samp_factor > 2) {
+    return false;
+  }
+  auto const& y = info.comp_info[0];
+  return y.h_samp_factor == info.max_h_samp_factor && y.v_samp_factor == info.max_v_samp_factor &&
+         info.comp_info[1].h_samp_factor == 1 && info.comp_info[1].v_samp_factor == 1 &&
+         info.comp_info[2].h_samp_factor == 1 && info.comp_info[2].v_samp_factor == 1;
+}
+
+ycc_view jpeg_reader::decode_planes(std::vector<std::uint8_t>& buffer) {
+  GPUFEED_EXPECTS(planar(), "jpeg_reader::decode_planes: not a YCbCr JPEG it can decode");
+  auto& info = state_->info;
+  std::uint64_t const width = info.output_width;
+  std::uint64_t const height = info.output_height;
+  if (width * height > max_pixels()) {
+    throw file_error(name_, "the JPEG's decoded size " + std::to_string(width) + "x" +
+                                std::to_string(height) + " is over OPENCV_IO_MAX_IMAGE_PIXELS (" +
+                                std::to_string(max_pixels()) + ")");
+  }
+  if (width == 0 || height == 0) throw file_error(name_, "the JPEG has no pixels");
+  auto const fail = [&] {
+    return file_error(name_, std::string{"corrupt JPEG: "} + state_->failure.message);
+  };
+  if (!start_raw(info, state_->failure)) throw fail();
+  plane_layout const layout = layout_planes(info);
+  if (buffer.size() < layout.bytes) buffer.resize(layout.bytes);
+  if (!read_raw(info, state_->failure, layout, buffer.data())) throw fail();
+  auto const plane = [&](std::size_t c) {
+    plane_view view = layout.planes[c];
+    view.data = buffer.data() + layout.offset[c];
+    return view;
+  };
+  return {plane(0), plane(1), plane(2), static_cast<int>(width), static_cast<int>(height)};
 }
 
 }  // namespace gpufeed::detail

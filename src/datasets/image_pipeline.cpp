@@ -27,6 +27,8 @@ namespace gpufeed::detail {
 namespace {
 
 constexpr int max_side = 16384;
+// The share of the decoded image a crop must cover for the planar path (see decode_jpeg).
+constexpr double planar_min_share = 0.75;
 
 std::string errno_text(int err) {
   return std::system_category().message(err);
@@ -358,6 +360,97 @@ void image_pipeline::load(std::string const& path, std::span<std::uint8_t> out,
   transform(buffer, path, out, seed);
 }
 
+namespace {
+
+// A decoded image, or the part of it the crop needs: RGBX pixels, or YCbCr planes; and the crop
+// in their pixels.
+struct decoded_image {
+  rgbx_view rgbx;
+  std::optional<ycc_view> ycc;  // set: the planes, not rgbx
+  crop_area area;
+  image_extent source;               // the image's full size
+  std::uint64_t decoded_pixels = 0;  // pixels the decoder produced
+};
+
+// Not cv::imdecode: it lets libjpeg decode damaged scan data into a garbled picture with only a
+// warning on stderr, and it decodes the whole image at full size, to RGB.
+decoded_image decode_jpeg(std::span<unsigned char const> encoded, std::string const& name,
+                          image_options const& o, random_stream& rng) {
+  auto const header = parse_jpeg_header(encoded);
+  if (header && !header->complete) {
+    // libjpeg only warns about a missing end of image and pads the rest with gray.
+    throw file_error(name, "truncated JPEG (no end-of-image marker after the scan)");
+  }
+  thread_local rgbx_buffer pixels;  // per thread, reused: nothing is allocated once warm
+  thread_local std::vector<std::uint8_t> planes;
+  jpeg_reader reader{encoded, name};
+  decoded_image d;
+  d.source = {reader.width(), reader.height()};
+  if (d.source.width <= 0 || d.source.height <= 0) throw file_error(name, "the JPEG has no pixels");
+  crop_box const box = plan_crop(o, d.source, rng);
+  int const reduction = reduction_for(o, box);
+  if (reduction > 1) reader.set_reduction(reduction);
+  d.area = scaled(box, d.source, {reader.decoded_width(), reader.decoded_height()});
+  // The planar path decodes every row and column; the cropped one only those the crop needs,
+  // but to RGB. Timed with gpufeed-bench decode (docs/datasets-images.md), the planar path is
+  // the quicker from about 75 % of the area on (instruction counts say 60 %: the time of the
+  // entropy decoding, which no path avoids, weighs more than its instructions).
+  double const covered = d.area.width * d.area.height /
+                         (static_cast<double>(reader.decoded_width()) * reader.decoded_height());
+  bool const planar = o.planar_decoding && reader.planar() && !is_copy(d.area, o.width, o.height) &&
+                      (covered >= planar_min_share || !o.cropped_decoding);
+  if (planar) {
+    d.ycc = reader.decode_planes(planes);
+    d.decoded_pixels =
+        static_cast<std::uint64_t>(d.ycc->width) * static_cast<std::uint64_t>(d.ycc->height);
+    return d;
+  }
+  pixel_rect want{0, 0, reader.decoded_width(), reader.decoded_height()};
+  if (o.cropped_decoding) {
+    int const x0 = static_cast<int>(std::floor(d.area.x));
+    int const y0 = static_cast<int>(std::floor(d.area.y));
+    want = {x0, y0, static_cast<int>(std::ceil(d.area.x + d.area.width)) - x0,
+            static_cast<int>(std::ceil(d.area.y + d.area.height)) - y0};
+  }
+  d.rgbx = reader.decode(want, pixels);
+  d.area.x -= d.rgbx.x;
+  d.area.y -= d.rgbx.y;
+  d.decoded_pixels =
+      static_cast<std::uint64_t>(d.rgbx.width) * static_cast<std::uint64_t>(d.rgbx.height);
+  return d;
+}
+
+// Only PNG goes to OpenCV: imdecode would also try every other codec it was built with (GDCM,
+// for one, asserts on damaged input), and the datasets promise JPEG and PNG.
+decoded_image decode_png(std::span<unsigned char const> encoded, std::string const& name,
+                         image_options const& o, random_stream& rng) {
+  if (!looks_like_png(encoded)) {
+    throw file_error(name, "not a JPEG or PNG image (decoded by content, not by extension)");
+  }
+  // imdecode does not write through its input; the const_cast only satisfies cv::Mat.
+  cv::Mat const raw(1, static_cast<int>(encoded.size()), CV_8UC1,
+                    const_cast<unsigned char*>(encoded.data()));  // NOLINT
+  cv::Mat const bgr = cv::imdecode(raw, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
+  if (bgr.empty()) {
+    throw file_error(name, "cannot decode the image (corrupt, truncated or not an image)");
+  }
+  if (bgr.type() != CV_8UC3) {
+    throw file_error(name, "decoded to an unexpected pixel type " + std::to_string(bgr.type()));
+  }
+  thread_local rgbx_buffer pixels;
+  std::uint8_t* const rows = pixels.reset(bgr.cols, bgr.rows);
+  cv::Mat rgbx(bgr.rows, bgr.cols, CV_8UC4, rows, pixels.stride());
+  cv::cvtColor(bgr, rgbx, cv::COLOR_BGR2RGBA);
+  decoded_image d;
+  d.rgbx = pixels.view(bgr.cols, bgr.rows);
+  d.source = {bgr.cols, bgr.rows};
+  d.area = scaled(plan_crop(o, d.source, rng), d.source, d.source);
+  d.decoded_pixels = static_cast<std::uint64_t>(bgr.cols) * static_cast<std::uint64_t>(bgr.rows);
+  return d;
+}
+
+}  // namespace
+
 void image_pipeline::transform(std::span<unsigned char const> encoded, std::string const& name,
                                std::span<std::uint8_t> out, std::uint64_t seed) const {
   GPUFEED_EXPECTS(out.size() == bytes(), "image_pipeline: the destination has " +
@@ -366,71 +459,23 @@ void image_pipeline::transform(std::span<unsigned char const> encoded, std::stri
   if (encoded.empty()) throw file_error(name, "the file is empty");
   auto const& o = options_;
   random_stream rng{seed};
-  // Per thread, reused: decoding and resizing allocate nothing once warm.
-  thread_local rgbx_buffer decoded;
   auto const started = stage_clock::now();
   try {
-    rgbx_view image;
-    crop_area area;  // in `image`'s pixels
-    image_extent source;
-    if (looks_like_jpeg(encoded)) {
-      auto const jpeg = parse_jpeg_header(encoded);
-      if (jpeg && !jpeg->complete) {
-        // libjpeg only warns about a missing end of image and pads the rest with gray.
-        throw file_error(name, "truncated JPEG (no end-of-image marker after the scan)");
-      }
-      // Not cv::imdecode: it lets libjpeg decode damaged scan data into a garbled picture with
-      // only a warning on stderr, and it decodes the whole image at full size.
-      jpeg_reader reader{encoded, name};
-      source = {reader.width(), reader.height()};
-      if (source.width <= 0 || source.height <= 0) throw file_error(name, "the JPEG has no pixels");
-      crop_box const box = plan_crop(o, source, rng);
-      int const reduction = reduction_for(o, box);
-      if (reduction > 1) reader.set_reduction(reduction);
-      area = scaled(box, source, {reader.decoded_width(), reader.decoded_height()});
-      pixel_rect want{0, 0, reader.decoded_width(), reader.decoded_height()};
-      if (o.cropped_decoding) {
-        int const x0 = static_cast<int>(std::floor(area.x));
-        int const y0 = static_cast<int>(std::floor(area.y));
-        want = {x0, y0, static_cast<int>(std::ceil(area.x + area.width)) - x0,
-                static_cast<int>(std::ceil(area.y + area.height)) - y0};
-      }
-      image = reader.decode(want, decoded);
-      area.x -= image.x;
-      area.y -= image.y;
-    } else {
-      // Only PNG goes to OpenCV: imdecode would also try every other codec it was built with
-      // (GDCM, for one, asserts on damaged input), and the datasets promise JPEG and PNG.
-      if (!looks_like_png(encoded)) {
-        throw file_error(name, "not a JPEG or PNG image (decoded by content, not by extension)");
-      }
-      // imdecode does not write through its input; the const_cast only satisfies cv::Mat.
-      cv::Mat const raw(1, static_cast<int>(encoded.size()), CV_8UC1,
-                        const_cast<unsigned char*>(encoded.data()));  // NOLINT
-      cv::Mat const bgr = cv::imdecode(raw, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
-      if (bgr.empty()) {
-        throw file_error(name, "cannot decode the image (corrupt, truncated or not an image)");
-      }
-      if (bgr.type() != CV_8UC3) {
-        throw file_error(name, "decoded to an unexpected pixel type " + std::to_string(bgr.type()));
-      }
-      std::uint8_t* const rows = decoded.reset(bgr.cols, bgr.rows);
-      cv::Mat rgbx(bgr.rows, bgr.cols, CV_8UC4, rows, decoded.stride());
-      cv::cvtColor(bgr, rgbx, cv::COLOR_BGR2RGBA);
-      image = decoded.view(bgr.cols, bgr.rows);
-      source = {bgr.cols, bgr.rows};
-      area = scaled(plan_crop(o, source, rng), source, source);
-    }
+    decoded_image const d = looks_like_jpeg(encoded) ? decode_jpeg(encoded, name, o, rng)
+                                                     : decode_png(encoded, name, o, rng);
     auto const decoded_at = stage_clock::now();
     bool const flip = o.horizontal_flip && (rng.next() >> 63U) != 0;
-    resize_rgbx_to_rgb(image, area, out, o.width, o.height, flip);
+    if (d.ycc) {
+      resize_ycc_to_rgb(*d.ycc, d.area, out, o.width, o.height, flip);
+    } else {
+      resize_rgbx_to_rgb(d.rgbx, d.area, out, o.width, o.height, flip);
+    }
     auto const resized_at = stage_clock::now();
     cv::Mat dst(o.height, o.width, CV_8UC3, out.data());
     apply_jitter(o.jitter, dst, out, rng);
     counters_->record(
-        started, decoded_at, resized_at, stage_clock::now(),
-        static_cast<std::uint64_t>(image.width) * static_cast<std::uint64_t>(image.height),
-        static_cast<std::uint64_t>(source.width) * static_cast<std::uint64_t>(source.height));
+        started, decoded_at, resized_at, stage_clock::now(), d.decoded_pixels,
+        static_cast<std::uint64_t>(d.source.width) * static_cast<std::uint64_t>(d.source.height));
   } catch (cv::Exception const& e) {
     throw file_error(name, std::string{"OpenCV could not decode it: "} + e.what());
   }

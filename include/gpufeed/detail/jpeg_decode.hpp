@@ -74,6 +74,15 @@ class jpeg_reader {
   /// image too large.
   [[nodiscard]] rgbx_view decode(pixel_rect want, rgbx_buffer& buffer);
 
+  /// @brief Whether decode_planes can decode this JPEG: three components in YCbCr, the chroma
+  /// subsampled by 1 or 2 in each direction (4:4:4, 4:2:2, 4:4:0, 4:2:0), 8 bits.
+  [[nodiscard]] bool planar() const noexcept;
+  /// @brief Decodes the whole image, at the reduction set, to its Y, Cb and Cr planes as the
+  /// file stores them (no upsampling, no colour conversion) into `buffer`. Call once, instead
+  /// of decode, and only when planar().
+  /// @throws file_error as decode does.
+  [[nodiscard]] ycc_view decode_planes(std::vector<std::uint8_t>& buffer);
+
  private:
   struct state;
   std::unique_ptr<state> state_;
