@@ -57,6 +57,20 @@ bool decode_whole(jpeg_decompress_struct& info, failure& err,
   return true;
 }
 
+// One libjpeg decompressor with its error manager, reused for many images.
+struct decompressor {
+  failure err{};
+  jpeg_decompress_struct info{};
+  decompressor() noexcept {
+    info.err = jpeg_std_error(&err.mgr);
+    err.mgr.error_exit = decode_limit_error_exit;
+    jpeg_create_decompress(&info);
+  }
+  ~decompressor() { jpeg_destroy_decompress(&info); }
+  decompressor(decompressor const&) = delete;
+  decompressor& operator=(decompressor const&) = delete;
+};
+
 // The decoded size of `bytes` in bytes (RGB) into `size`; false if libjpeg fails.
 bool decoded_bytes(jpeg_decompress_struct& info, failure& err,
                    std::vector<unsigned char> const& bytes, std::size_t& size) noexcept {
@@ -70,20 +84,15 @@ bool decoded_bytes(jpeg_decompress_struct& info, failure& err,
 
 // The largest decoded size among `files`, in bytes (RGB): each thread's buffer.
 std::size_t largest_image_bytes(jpeg_files const& files) {
-  failure err{};
-  jpeg_decompress_struct info{};
-  info.err = jpeg_std_error(&err.mgr);
-  err.mgr.error_exit = decode_limit_error_exit;
-  jpeg_create_decompress(&info);
+  decompressor d;
   std::size_t largest = 0;
   bool readable = true;
   for (auto const& bytes : files) {
     std::size_t size = 0;
-    readable = decoded_bytes(info, err, bytes, size);
+    readable = decoded_bytes(d.info, d.err, bytes, size);
     if (!readable) break;
     largest = std::max(largest, size);
   }
-  jpeg_destroy_decompress(&info);
   if (!readable) throw std::runtime_error{"decode limit: a file is not a readable JPEG"};
   return largest;
 }
@@ -103,20 +112,15 @@ decode_limit_run measure_decode_limit(jpeg_files const& files, unsigned threads,
     // Thread t decodes images t, t + threads, ... of the run: `images` in all.
     pool.emplace_back([&, t] {
       std::vector<unsigned char> buffer(buffer_bytes);
-      failure err{};
-      jpeg_decompress_struct info{};
-      info.err = jpeg_std_error(&err.mgr);
-      err.mgr.error_exit = decode_limit_error_exit;
-      jpeg_create_decompress(&info);
+      decompressor d;
       std::uint64_t mine = 0;
       start.arrive_and_wait();
       for (std::uint64_t i = t; i < images; i += threads) {
-        if (!decode_whole(info, err, files[i % files.size()], buffer, mine)) {
+        if (!decode_whole(d.info, d.err, files[i % files.size()], buffer, mine)) {
           failed = true;
           break;
         }
       }
-      jpeg_destroy_decompress(&info);
       pixels += mine;
     });
   }

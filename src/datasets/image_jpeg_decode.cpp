@@ -286,11 +286,26 @@ bool looks_like_png(std::span<unsigned char const> bytes) noexcept {
 jpeg_reader::jpeg_reader(std::span<unsigned char const> bytes, std::string name)
     : state_{std::make_unique<state>()}, name_{std::move(name)} {
   if (!read_header(state_->info, state_->failure, bytes)) {
-    throw file_error(name_, std::string{"corrupt JPEG: "} + state_->failure.message);
+    throw corrupt();
   }
 }
 
 jpeg_reader::~jpeg_reader() = default;
+
+file_error jpeg_reader::corrupt() const {
+  return file_error(name_, std::string{"corrupt JPEG: "} + state_->failure.message);
+}
+
+void jpeg_reader::check_decoded_size() const {
+  std::uint64_t const width = state_->info.output_width;
+  std::uint64_t const height = state_->info.output_height;
+  if (width * height > max_pixels()) {
+    throw file_error(name_, "the JPEG's decoded size " + std::to_string(width) + "x" +
+                                std::to_string(height) + " is over OPENCV_IO_MAX_IMAGE_PIXELS (" +
+                                std::to_string(max_pixels()) + ")");
+  }
+  if (width == 0 || height == 0) throw file_error(name_, "the JPEG has no pixels");
+}
 
 int jpeg_reader::width() const noexcept {
   return static_cast<int>(state_->info.image_width);
@@ -312,7 +327,7 @@ void jpeg_reader::set_reduction(int reduction) {
   GPUFEED_EXPECTS(reduction == 1 || reduction == 2 || reduction == 4 || reduction == 8,
                   "jpeg_reader: reduction " + std::to_string(reduction) + " is not 1, 2, 4 or 8");
   if (!scale(state_->info, state_->failure, reduction)) {
-    throw file_error(name_, std::string{"corrupt JPEG: "} + state_->failure.message);
+    throw corrupt();
   }
 }
 
@@ -320,12 +335,7 @@ rgbx_view jpeg_reader::decode(pixel_rect want, rgbx_buffer& buffer) {
   auto& info = state_->info;
   std::uint64_t const width = info.output_width;
   std::uint64_t const height = info.output_height;
-  if (width * height > max_pixels()) {
-    throw file_error(name_, "the JPEG's decoded size " + std::to_string(width) + "x" +
-                                std::to_string(height) + " is over OPENCV_IO_MAX_IMAGE_PIXELS (" +
-                                std::to_string(max_pixels()) + ")");
-  }
-  if (width == 0 || height == 0) throw file_error(name_, "the JPEG has no pixels");
+  check_decoded_size();
   auto const clamp = [](int v, std::uint64_t limit) {
     return static_cast<JDIMENSION>(
         std::clamp<std::int64_t>(v, 0, static_cast<std::int64_t>(limit)));
@@ -337,10 +347,7 @@ rgbx_view jpeg_reader::decode(pixel_rect want, rgbx_buffer& buffer) {
   JDIMENSION const y0 = clamp(want.y, height - 1);
   JDIMENSION const y1 = std::max(clamp(want.y + want.height, height), y0 + 1);
   row_request request{x0, x1 - x0, y0, y1};
-  auto const fail = [&] {
-    return file_error(name_, std::string{"corrupt JPEG: "} + state_->failure.message);
-  };
-  if (!start(info, state_->failure, request)) throw fail();
+  if (!start(info, state_->failure, request)) throw corrupt();
   // libjpeg starts the crop on a block boundary at or left of x0 and keeps its end.
   std::uint8_t* const pixels =  // with a spare row after them (read_rows)
       buffer.reset(static_cast<int>(request.width), static_cast<int>(y1 - y0) + 1);
@@ -353,7 +360,7 @@ rgbx_view jpeg_reader::decode(pixel_rect want, rgbx_buffer& buffer) {
   if (staged) staging.resize(static_cast<std::size_t>(request.width) * 4U);
   if (!read_rows(info, state_->failure, request, pixels, buffer.stride(),
                  staged ? staging.data() : nullptr)) {
-    throw fail();
+    throw corrupt();
   }
   return {pixels,
           buffer.stride(),
@@ -380,19 +387,11 @@ ycc_view jpeg_reader::decode_planes(std::vector<std::uint8_t>& buffer) {
   auto& info = state_->info;
   std::uint64_t const width = info.output_width;
   std::uint64_t const height = info.output_height;
-  if (width * height > max_pixels()) {
-    throw file_error(name_, "the JPEG's decoded size " + std::to_string(width) + "x" +
-                                std::to_string(height) + " is over OPENCV_IO_MAX_IMAGE_PIXELS (" +
-                                std::to_string(max_pixels()) + ")");
-  }
-  if (width == 0 || height == 0) throw file_error(name_, "the JPEG has no pixels");
-  auto const fail = [&] {
-    return file_error(name_, std::string{"corrupt JPEG: "} + state_->failure.message);
-  };
-  if (!start_raw(info, state_->failure)) throw fail();
+  check_decoded_size();
+  if (!start_raw(info, state_->failure)) throw corrupt();
   plane_layout const layout = layout_planes(info);
   if (buffer.size() < layout.bytes) buffer.resize(layout.bytes);
-  if (!read_raw(info, state_->failure, layout, buffer.data())) throw fail();
+  if (!read_raw(info, state_->failure, layout, buffer.data())) throw corrupt();
   auto const plane = [&](std::size_t c) {
     plane_view view = layout.planes[c];
     view.data = buffer.data() + layout.offset[c];

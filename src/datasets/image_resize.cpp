@@ -355,28 +355,15 @@ void filter_pass_avx2_fixed(std::int16_t const* in, std::size_t in_stride, std::
 void filter_pass_avx2(std::int16_t const* in, std::size_t in_stride, std::size_t count,
                       axis_taps const& taps, int out_rows, std::int16_t* out,
                       std::size_t out_stride) noexcept {
-  switch (taps.taps) {
-    case 1:
-      filter_pass_avx2_fixed<1>(in, in_stride, count, taps, out_rows, out, out_stride);
-      break;
-    case 2:
-      filter_pass_avx2_fixed<2>(in, in_stride, count, taps, out_rows, out, out_stride);
-      break;
-    case 3:
-      filter_pass_avx2_fixed<3>(in, in_stride, count, taps, out_rows, out, out_stride);
-      break;
-    case 4:
-      filter_pass_avx2_fixed<4>(in, in_stride, count, taps, out_rows, out, out_stride);
-      break;
-    case 5:
-      filter_pass_avx2_fixed<5>(in, in_stride, count, taps, out_rows, out, out_stride);
-      break;
-    case 6:
-      filter_pass_avx2_fixed<6>(in, in_stride, count, taps, out_rows, out, out_stride);
-      break;
-    default:
-      filter_pass_avx2_any(in, in_stride, count, taps, out_rows, out, out_stride);
-  }
+  using pass = void (*)(std::int16_t const*, std::size_t, std::size_t, axis_taps const&, int,
+                        std::int16_t*, std::size_t) noexcept;
+  static constexpr std::array<pass, 7> unrolled{
+      filter_pass_avx2_any,      filter_pass_avx2_fixed<1>, filter_pass_avx2_fixed<2>,
+      filter_pass_avx2_fixed<3>, filter_pass_avx2_fixed<4>, filter_pass_avx2_fixed<5>,
+      filter_pass_avx2_fixed<6>};
+  auto const n = static_cast<std::size_t>(taps.taps);
+  (n < unrolled.size() ? unrolled[n] : filter_pass_avx2_any)(in, in_stride, count, taps, out_rows,
+                                                             out, out_stride);
 }
 
 [[gnu::target("avx2")]] void widen_avx2(std::uint8_t const* in, std::size_t count,

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gpufeed/detail/image_resize.hpp"
+#include "gpufeed/error.hpp"
 
 namespace gpufeed::detail {
 
@@ -84,6 +85,11 @@ class jpeg_reader {
   [[nodiscard]] ycc_view decode_planes(std::vector<std::uint8_t>& buffer);
 
  private:
+  // libjpeg's message as the error to throw.
+  [[nodiscard]] file_error corrupt() const;
+  // @throws file_error if the decoded size is empty or over OpenCV's pixel limit.
+  void check_decoded_size() const;
+
   struct state;
   std::unique_ptr<state> state_;
   std::string name_;
