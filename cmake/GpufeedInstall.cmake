@@ -2,7 +2,7 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-set(gpufeed_installed_targets gpufeed)
+set(gpufeed_installed_targets gpufeed gpufeed_observe)  # gpufeed::gpufeed, gpufeed::observe
 if(GPUFEED_WITH_TORCH)
   list(APPEND gpufeed_installed_targets gpufeed_torch)  # gpufeed::torch
 endif()

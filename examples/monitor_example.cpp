@@ -2,8 +2,7 @@
 // a training loop. Built as build/bin/monitor_example and run by ctest (label "examples"); it
 // exits non-zero if the monitor reports a machine without memory.
 #include <gpufeed/gpufeed.hpp>
-#include <gpufeed/monitor.hpp>
-#include <gpufeed/progress.hpp>
+#include <gpufeed/observe.hpp>  // the monitor and the progress line: CMake target gpufeed::observe
 
 #include <chrono>
 #include <cstdint>

@@ -31,6 +31,11 @@ void batch::release() noexcept {
   core_.reset();
 }
 
+void batch::use_on(stream_view stream) {
+  GPUFEED_EXPECTS(slot_ != nullptr, "use_on: this batch is empty (moved from or released)");
+  core_->use_on(*slot_, stream);
+}
+
 std::size_t batch::size() const noexcept {
   return slot_ ? slot_->delivered : 0;
 }

@@ -24,6 +24,8 @@ std::string_view to_string(dtype type) noexcept {
       return "float32";
     case dtype::f64:
       return "float64";
+    case dtype::boolean:
+      return "bool";
   }
   return "unknown";
 }

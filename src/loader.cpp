@@ -8,6 +8,7 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "gpufeed/detail/loader_core.hpp"
 #include "gpufeed/error.hpp"
@@ -15,6 +16,18 @@
 namespace gpufeed {
 
 namespace {
+// The moment `max_wait` from now, saturated: a very long wait means no limit.
+detail::loader_core::clock::time_point give_up_after(std::chrono::milliseconds max_wait) {
+  using clock = detail::loader_core::clock;
+  auto const now = clock::now();
+  if (max_wait.count() <= 0) {
+    return now;
+  }
+  auto const room =
+      std::chrono::duration_cast<std::chrono::milliseconds>(clock::time_point::max() - now);
+  return max_wait >= room ? clock::time_point::max() : now + max_wait;
+}
+
 loader_options checked(dataset const* data, loader_options options) {
   GPUFEED_EXPECTS(data != nullptr, "loader: the dataset pointer is null; pass a dataset");
   options = resolve_distributed(options);
@@ -48,23 +61,32 @@ loader& loader::operator=(loader&& other) noexcept {
 void loader::set_epoch(std::uint64_t epoch) {
   core_->set_epoch(epoch);
 }
+void loader::set_epoch(std::uint64_t epoch, epoch_order order) {
+  core_->set_epoch(epoch, std::move(order));
+}
 std::uint64_t loader::epoch() const {
   return core_->epoch();
 }
 std::optional<batch> loader::next() {
-  return core_->next();
+  return std::move(core_->next().value);
 }
 std::optional<batch> loader::next(stream_view consumer) {
-  return core_->next(consumer);
+  return std::move(core_->next(consumer).value);
+}
+next_result loader::try_next_for(std::chrono::milliseconds max_wait) {
+  return core_->next(std::nullopt, give_up_after(max_wait));
+}
+next_result loader::try_next_for(std::chrono::milliseconds max_wait, stream_view consumer) {
+  return core_->next(consumer, give_up_after(max_wait));
 }
 std::size_t loader::batches_per_epoch() const noexcept {
-  return core_->plan().batches();
+  return core_->current_plan_sizes().batches;
 }
 std::size_t loader::steps_per_epoch() const noexcept {
-  return core_->plan().steps();
+  return core_->current_plan_sizes().steps;
 }
 std::size_t loader::samples_per_epoch() const noexcept {
-  return core_->plan().samples();
+  return core_->current_plan_sizes().samples;
 }
 std::size_t loader::batch_bytes() const noexcept {
   return core_->layout().spec().bytes_per_sample() * core_->options().batch_size;

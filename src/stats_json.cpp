@@ -55,6 +55,8 @@ std::string to_json(stats const& s) {
     o.boolean("autotuned", s.autotuned);
     o.integer("worker_threads", s.worker_threads);
     o.integer("ring_capacity", s.ring_capacity);
+    o.integer("ring_grown", s.ring_grown);
+    o.integer("ring_max_slots", s.ring_max_slots);
     o.integer("autotune_changes", s.autotune_changes);
     o.integer("autotune_last_change_batch", s.autotune_last_change_batch);
     o.integer("ring_ready", s.ring_ready);

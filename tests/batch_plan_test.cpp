@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <ostream>
+#include <string>
 #include <vector>
 
 #include "gpufeed/batch_plan.hpp"
@@ -176,3 +178,70 @@ TEST(batch_plan_test, RejectsZeroSizes) {
 }
 
 }  // namespace
+
+// ---- plans made from explicit batch sizes (a caller's batch sampler) -------------------------
+
+TEST(batch_plan_test, ExplicitFullSizesMatchTheArithmeticPlan) {
+  for (std::size_t n : {0U, 1U, 8U, 12U, 40U}) {
+    for (std::size_t k : {1U, 3U}) {
+      for (auto ls : {tail_policy::keep, tail_policy::drop}) {
+        SCOPED_TRACE(::testing::Message() << "batches=" << n << " K=" << k << " " << name(ls));
+        std::vector<std::size_t> sizes(n, 4);
+        batch_plan explicit_plan{sizes, 4, k, ls};
+        batch_plan arithmetic{n * 4, 4, k, tail_policy::keep, ls};
+        ASSERT_EQ(explicit_plan.batches(), arithmetic.batches());
+        EXPECT_EQ(explicit_plan.steps(), arithmetic.steps());
+        EXPECT_EQ(explicit_plan.samples(), arithmetic.samples());
+        for (std::size_t s = 0; s < arithmetic.batches(); ++s) {
+          EXPECT_EQ(explicit_plan.span(s), arithmetic.span(s)) << "batch " << s;
+          EXPECT_EQ(explicit_plan.step(s), arithmetic.step(s)) << "batch " << s;
+        }
+      }
+    }
+  }
+}
+
+TEST(batch_plan_test, ExplicitSizesAreContiguousAndStepsSumThem) {
+  std::vector<std::size_t> const sizes{3, 1, 4, 1, 5, 2, 6, 5, 3};
+  for (std::size_t k : {1U, 2U, 4U}) {
+    for (auto ls : {tail_policy::keep, tail_policy::drop}) {
+      SCOPED_TRACE(::testing::Message() << "K=" << k << " last_step=" << name(ls));
+      batch_plan plan{sizes, 6, k, ls};
+      auto const expected_batches =
+          ls == tail_policy::keep ? sizes.size() : sizes.size() - sizes.size() % k;
+      ASSERT_EQ(plan.batches(), expected_batches);
+      std::size_t first = 0;
+      for (std::size_t b = 0; b < plan.batches(); ++b) {
+        EXPECT_EQ(plan.span(b), (gpufeed::batch_span{first, sizes[b]})) << "batch " << b;
+        first += sizes[b];
+        // Brute force: the step's samples are the sum of its batches' sizes.
+        auto const step_first = b / k * k;
+        auto const step_end = std::min(step_first + k, plan.batches());
+        std::size_t in_step = 0;
+        for (auto i = step_first; i < step_end; ++i) {
+          in_step += sizes[i];
+        }
+        auto const info = plan.step(b);
+        EXPECT_EQ(info.step, b / k);
+        EXPECT_EQ(info.micro, b % k);
+        EXPECT_EQ(info.micros_in_step, step_end - step_first);
+        EXPECT_EQ(info.samples_in_step, in_step) << "batch " << b;
+        EXPECT_EQ(info.last_micro, b + 1 == step_end);
+        EXPECT_EQ(info.short_step, in_step < k * 6);
+      }
+      EXPECT_EQ(plan.samples(), first);
+    }
+  }
+}
+
+TEST(batch_plan_test, ExplicitSizesOutOfRangeAreRefused) {
+  std::vector<std::size_t> const zero{2, 0, 1};
+  std::vector<std::size_t> const too_big{2, 5, 1};
+  EXPECT_THROW((batch_plan{zero, 4, 1, tail_policy::keep}), gpufeed::logic_error);
+  try {
+    batch_plan plan{too_big, 4, 1, tail_policy::keep};
+    FAIL() << "a batch of 5 was accepted with batch_size 4";
+  } catch (gpufeed::logic_error const& e) {
+    EXPECT_NE(std::string{e.what()}.find("batch 1 has 5 samples"), std::string::npos) << e.what();
+  }
+}

@@ -31,6 +31,29 @@ std::string message_of(auto&& action) {
   return "(no exception)";
 }
 
+// Before sizes were checked, a float32 output of 2^62 uint8 elements wrapped to 0 bytes.
+TEST(DeviceLayout, TransformOutputThatOverflowsIsRefused) {
+  std::int64_t const two_to_31 = std::int64_t{1} << 31;
+  slot_layout const host{sample_spec{}.add("image", dtype::u8, {two_to_31, two_to_31}), 1};
+  auto const what = message_of([&] {
+    device_layout{host, {{.field = "image", .to = dtype::f32}}};
+  });
+  EXPECT_NE(what.find("transform of field 'image'"), std::string::npos) << what;
+  EXPECT_NE(what.find("4611686018427387904 x 4"), std::string::npos) << what;
+}
+
+TEST(DeviceLayout, DeviceSlotThatOverflowsIsRefused) {
+  // The host slot (3 x 2^62 bytes) fits; the float16 output (3 x 2^63 bytes) does not.
+  std::int64_t const two_to_31 = std::int64_t{1} << 31;
+  slot_layout const host{sample_spec{}.add("image", dtype::u8, {two_to_31, two_to_31}), 3};
+  auto const what = message_of([&] {
+    device_layout{host, {{.field = "image", .to = dtype::f16}}};
+  });
+  EXPECT_NE(what.find("batch_size"), std::string::npos) << what;
+  EXPECT_NE(what.find("'image'"), std::string::npos) << what;
+  EXPECT_THROW((device_layout{host, {{.field = "image", .to = dtype::f16}}}), logic_error);
+}
+
 TEST(DeviceLayout, UntransformedFieldsAreReadFromTheHostMirror) {
   slot_layout const host{image_spec(), 10};
   device_layout const device{host, {}};

@@ -435,6 +435,55 @@ TEST_F(hdf5_test, HugeChunkCountFallsBackInsteadOfIndexing) {
   EXPECT_EQ(read_sample(d, 12345)[0], bytes_t(8, std::byte{0}));
 }
 
+// Writes a chunked dataset `name` of `type` with `dims` and never writes a chunk: however large
+// the dimensions, the file stays small (sparse: nothing is stored).
+void write_sparse(std::string const& path, char const* name, hid_t type,
+                  std::vector<hsize_t> const& dims, std::vector<hsize_t> const& chunk) {
+  hid_t const file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  check(file, "create");
+  hid_t const space = H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
+  hid_t const plist = H5Pcreate(H5P_DATASET_CREATE);
+  check(H5Pset_chunk(plist, static_cast<int>(chunk.size()), chunk.data()), "chunk");
+  hid_t const dset = H5Dcreate2(file, name, type, space, H5P_DEFAULT, plist, H5P_DEFAULT);
+  check(dset, name);
+  H5Dclose(dset);
+  H5Pclose(plist);
+  H5Sclose(space);
+  H5Fclose(file);
+}
+
+std::string file_error_of(std::string const& path) {
+  try {
+    hdf5_dataset const d{path};
+    ADD_FAILURE() << "opened, with " << d.spec().bytes_per_sample() << " bytes per sample";
+  } catch (gpufeed::file_error const& e) {
+    EXPECT_EQ(e.path(), path);
+    return e.what();
+  }
+  return {};
+}
+
+// Before sizes were checked, a row of [2^31, 2^31] float32 was 2^64 bytes, which wrapped to 0:
+// the dataset opened with a zero-byte sample, and H5Dread was handed a zero-byte buffer for it.
+TEST_F(hdf5_test, HugeDimensionsAreRefusedNotWrapped) {
+  auto const path = (dir_ / "huge-dims.h5").string();
+  hsize_t const two_to_31 = hsize_t{1} << 31;
+  write_sparse(path, "x", H5T_IEEE_F32LE, {2, two_to_31, two_to_31}, {1, 1024, 1024});
+  EXPECT_LT(fs::file_size(path), std::uintmax_t{1} << 20);  // declared, not stored
+  auto const what = file_error_of(path);
+  EXPECT_NE(what.find("dataset 'x' [2,2147483648,2147483648] cannot be a field"), std::string::npos)
+      << what;
+  EXPECT_NE(what.find("4611686018427387904 x 4"), std::string::npos) << what;
+}
+
+// Each row fits in a size_t, the rows together do not: offsets into the file would wrap.
+TEST_F(hdf5_test, DatasetBytesThatOverflowAreRefused) {
+  auto const path = (dir_ / "huge-rows.h5").string();
+  write_sparse(path, "x", H5T_STD_U8LE, {hsize_t{1} << 40, hsize_t{1} << 25}, {1, 1024});
+  auto const what = file_error_of(path);
+  EXPECT_NE(what.find("1099511627776 rows of 33554432 bytes"), std::string::npos) << what;
+}
+
 TEST_F(hdf5_test, BigEndianIsConverted) {
   auto const path = (dir_ / "be.h5").string();
   hid_t const file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);

@@ -9,11 +9,13 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "gpufeed/gpufeed.hpp"
+#include "support/log_capture.hpp"
 #include "support/test_datasets.hpp"
 
 namespace {
@@ -83,12 +85,13 @@ TEST(loader_lifetime_test, TwoLeasesLeaveOneSlotCycling) {
   EXPECT_EQ(index_column(*second), (std::vector<std::size_t>{3, 4, 5}));
 }
 
-TEST(loader_lifetime_test, AllSlotsLeasedThrowsInsteadOfHanging) {
+TEST(loader_lifetime_test, AllSlotsLeasedThrowsInsteadOfHangingWhenTheRingMayNotGrow) {
   for (std::size_t depth : {1U, 3U}) {
     SCOPED_TRACE(::testing::Message() << "prefetch_depth=" << depth);
     auto data = std::make_shared<echo_dataset>(40);
     auto o = small_options(4, 2);
     o.prefetch_depth = depth;
+    o.held_batches_budget = 0;  // no growth: the old contract
     loader l{data, o};
     std::vector<gpufeed::batch> held;
     for (std::size_t i = 0; i < depth; ++i) {
@@ -96,8 +99,14 @@ TEST(loader_lifetime_test, AllSlotsLeasedThrowsInsteadOfHanging) {
       ASSERT_TRUE(b.has_value());
       held.push_back(std::move(*b));
     }
+    try {
+      (void)l.next();
+      FAIL() << "next() with every slot leased and no growth allowed did not throw";
+    } catch (gpufeed::logic_error const& e) {
+      EXPECT_TRUE(contains_token(e.what(), "held_batches_budget")) << e.what();
+    }
     EXPECT_THROW((void)l.next(), gpufeed::logic_error);
-    EXPECT_THROW((void)l.next(), gpufeed::logic_error);
+    EXPECT_EQ(l.snapshot().ring_capacity, depth);
     // Giving one back unblocks the loader; the failed calls consumed nothing.
     held.front().release();
     auto b = l.next();
@@ -110,6 +119,96 @@ TEST(loader_lifetime_test, AllSlotsLeasedThrowsInsteadOfHanging) {
       }
     }
   }
+}
+
+// Held batches (design.md, item 8): a consumer that keeps every batch alive gets more memory,
+// as with PyTorch's loaders, not an error; each held batch keeps its content.
+TEST(loader_lifetime_test, HeldBatchesGrowTheRingWithOneWarning) {
+  std::size_t const n = 64;
+  std::size_t const payload = 12;
+  auto data = std::make_shared<echo_dataset>(n, payload);
+  auto o = small_options(4, 3);
+  o.prefetch_depth = 2;
+  o.shuffle = true;
+  o.seed = 9;
+  gpufeed::test::log_capture log;
+  std::vector<gpufeed::batch> held;
+  {
+    loader l{data, o};
+    auto const want = expected_batches(n, o, 0);
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      auto b = l.next();
+      ASSERT_TRUE(b.has_value()) << "batch " << i;
+      ASSERT_EQ(indices_of(*b), want[i]) << "batch " << i;
+      held.push_back(std::move(*b));
+    }
+    EXPECT_FALSE(l.next().has_value());
+    auto const st = l.snapshot();
+    // Every batch of the epoch is held at once: the ring grew to one slot per batch, plus at
+    // most the slots the workers filled ahead into the next epoch.
+    EXPECT_GE(st.ring_capacity, want.size());
+    EXPECT_EQ(st.ring_grown, st.ring_capacity - o.prefetch_depth);
+    EXPECT_GE(st.ring_max_slots, st.ring_capacity);
+    EXPECT_EQ(st.ring_leased, want.size());
+    EXPECT_EQ(st.host_bytes, st.ring_capacity * st.slot_bytes);
+  }
+  // The batches outlive the loader, each still holding its own samples.
+  for (auto const& b : held) {
+    EXPECT_TRUE(echo_content_matches(b, payload));
+  }
+  EXPECT_EQ(log.count("ring slots are leased to batches that are still alive"), 1U);
+}
+
+TEST(loader_lifetime_test, HeldBatchesStopAtTheBudgetWithAClearError) {
+  auto data = std::make_shared<echo_dataset>(80, 40);
+  auto o = small_options(4, 2);
+  o.prefetch_depth = 2;
+  std::size_t const slot_bytes = loader{data, o}.snapshot().slot_bytes;
+  o.held_batches_budget = 5 * slot_bytes;  // room for five slots
+  loader l{data, o};
+  std::vector<gpufeed::batch> held;
+  for (std::size_t i = 0; i < 5; ++i) {
+    auto b = l.next();
+    ASSERT_TRUE(b.has_value()) << "batch " << i << " of 5 should fit in the budget";
+    held.push_back(std::move(*b));
+  }
+  try {
+    (void)l.next();
+    FAIL() << "a sixth held batch was allowed beyond a budget of five slots";
+  } catch (gpufeed::logic_error const& e) {
+    std::string const what = e.what();
+    EXPECT_TRUE(contains_token(what, "held_batches_budget")) << what;
+    EXPECT_NE(what.find("limit of 5 slots"), std::string::npos) << what;
+  }
+  EXPECT_EQ(l.snapshot().ring_capacity, 5U);
+  // Releasing one lets the epoch go on, in order.
+  held.erase(held.begin());
+  auto b = l.next();
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->sequence(), 5U);
+  EXPECT_TRUE(echo_content_matches(*b, 40));
+}
+
+TEST(loader_lifetime_test, RingThatGrewKeepsDeliveringInOrderAfterTheBatchesGo) {
+  // Slots added for held batches are ordinary slots afterwards: the epoch and the next run on.
+  std::size_t const n = 120;
+  auto data = std::make_shared<echo_dataset>(n, 8);
+  auto o = small_options(4, 3);
+  o.prefetch_depth = 2;
+  loader l{data, o};
+  std::vector<gpufeed::batch> held;
+  for (int i = 0; i < 6; ++i) {
+    auto b = l.next();
+    ASSERT_TRUE(b.has_value());
+    held.push_back(std::move(*b));
+  }
+  held.clear();
+  auto rest = drain_epoch(l, 8);
+  auto want = expected_batches(n, o, 0);
+  want.erase(want.begin(), want.begin() + 6);
+  EXPECT_EQ(index_lists(rest), want);
+  EXPECT_EQ(index_lists(drain_epoch(l, 8)), expected_batches(n, o, 1));
+  EXPECT_GE(l.snapshot().ring_grown, 4U);
 }
 
 TEST(loader_lifetime_test, LeaseSurvivesSetEpochAndRestore) {

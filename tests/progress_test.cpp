@@ -1,7 +1,9 @@
 // progress_line: the formatting functions (exact strings), the terminal and plain-log modes, and
 // the rate limit, on an injected clock (no sleeps).
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <stdlib.h>  // NOLINT(modernize-deprecated-headers): posix_openpt is POSIX, not <cstdlib>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,10 +20,11 @@
 #include "gpufeed/datasets/synthetic.hpp"
 #include "gpufeed/loader.hpp"
 #include "gpufeed/log.hpp"
-#include "gpufeed/monitor.hpp"
-#include "gpufeed/progress.hpp"
+#include "gpufeed/observe/monitor.hpp"
+#include "gpufeed/observe/progress.hpp"
 #include "gpufeed/stats.hpp"
 #include "support/log_capture.hpp"
+#include "support/test_datasets.hpp"
 
 namespace {
 
@@ -265,6 +268,19 @@ TEST(progress_test, DetectsATerminalFromTheDescriptor) {
   }
   ::close(fds[0]);
   ::close(fds[1]);
+  // A pseudo-terminal is a terminal: redrawn in place.
+  int const master = ::posix_openpt(O_RDWR | O_NOCTTY);
+  if (master < 0) GTEST_SKIP() << "no pseudo-terminal here (posix_openpt failed)";
+  ASSERT_EQ(::grantpt(master), 0);
+  ASSERT_EQ(::unlockpt(master), 0);
+  int const terminal = ::open(::ptsname(master), O_RDWR | O_NOCTTY);
+  ASSERT_GE(terminal, 0);
+  {
+    progress_line const on_terminal{progress_options{.fd = terminal}};
+    EXPECT_TRUE(on_terminal.tty());
+  }
+  ::close(terminal);
+  ::close(master);
 }
 
 TEST(progress_test, UpdatesFromALoaderWithItsPosition) {
@@ -290,6 +306,17 @@ TEST(progress_test, UpdatesFromALoaderWithItsPosition) {
   ASSERT_TRUE(progress.update(loader, nullptr));
   EXPECT_TRUE(progress.last_line().starts_with("epoch 0 batch 3/10 | ")) << progress.last_line();
   EXPECT_NE(progress.last_line().find("| GPU n/a |"), std::string::npos);
+  EXPECT_NE(progress.last_line().find("| RAM n/a"), std::string::npos);  // no monitor given
+
+  // With a monitor, its latest sample fills the machine's fields.
+  gpufeed::system_monitor monitor{{.interval = 10ms}};
+  ASSERT_TRUE(gpufeed::test::eventually([&] { return monitor.latest().has_value(); }));
+  ASSERT_TRUE(loader.next().has_value());
+  terminal.now += 1s;
+  ASSERT_TRUE(progress.update(loader, &monitor));
+  EXPECT_TRUE(progress.last_line().starts_with("epoch 0 batch 4/10 | ")) << progress.last_line();
+  EXPECT_EQ(progress.last_line().find("| RAM n/a"), std::string::npos) << progress.last_line();
+  EXPECT_EQ(progress.last_line().find("| CPU n/a"), std::string::npos) << progress.last_line();
 }
 
 }  // namespace

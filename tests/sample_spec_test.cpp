@@ -6,12 +6,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "gpufeed/detail/slot_layout.hpp"
 #include "gpufeed/dtype.hpp"
 #include "gpufeed/error.hpp"
+#include "gpufeed/sample_layout.hpp"
 #include "gpufeed/sample_spec.hpp"
 #include "gpufeed/sample_view.hpp"
 #include "gpufeed/tensor_view.hpp"
@@ -119,6 +121,12 @@ TEST(sample_spec_test, DtypeSizesAndNames) {
   static_assert(gpufeed::dtype_matches<std::uint16_t>(dtype::bf16));
   static_assert(gpufeed::dtype_matches<std::byte>(dtype::i64));
   static_assert(!gpufeed::dtype_matches<std::int32_t>(dtype::u16));
+  // bool: one byte, NumPy's and torch's name; written as bool or as uint8.
+  EXPECT_EQ(gpufeed::size_of(dtype::boolean), 1U);
+  EXPECT_EQ(gpufeed::to_string(dtype::boolean), "bool");
+  static_assert(gpufeed::dtype_matches<bool>(dtype::boolean));
+  static_assert(gpufeed::dtype_matches<std::uint8_t>(dtype::boolean));
+  static_assert(!gpufeed::dtype_matches<bool>(dtype::u8));
 }
 
 TEST(sample_spec_test, SlotLayoutAlignsEachField) {
@@ -135,6 +143,96 @@ TEST(sample_spec_test, SlotLayoutAlignsEachField) {
     end = layout.field_offset(f) + 5 * spec[f].bytes();
   }
   EXPECT_GE(layout.slot_bytes(), end);
+}
+
+// The message of the logic_error `action` throws (a failure when it throws nothing).
+std::string logic_error_of(auto&& action) {
+  try {
+    action();
+  } catch (gpufeed::logic_error const& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no logic_error";
+  return {};
+}
+
+void expect_mentions(std::string const& what, std::vector<std::string> const& parts) {
+  for (auto const& part : parts) EXPECT_NE(what.find(part), std::string::npos) << what;
+}
+
+constexpr std::int64_t two_to_31 = std::int64_t{1} << 31;
+constexpr std::int64_t two_to_32 = std::int64_t{1} << 32;
+
+// Before sizes were checked, these wrapped: 2^32 x 2^32 elements to 0, and 2^62 float32
+// elements to 0 bytes, so a loader made a zero-byte slot for a field that claimed 16 EiB.
+TEST(sample_spec_test, ElementCountThatOverflowsIsRefusedNamingTheField) {
+  sample_spec spec;
+  spec.add("ok", dtype::u8, {2});
+  expect_mentions(logic_error_of([&] {
+                    spec.add("huge", dtype::u8, {two_to_32, two_to_32});
+                  }),
+                  {"'huge'", "[4294967296,4294967296]", "element count", "4294967296 x"});
+  EXPECT_EQ(spec.size(), 1U);  // a refused field is not added
+  EXPECT_EQ(spec.bytes_per_sample(), 2U);
+}
+
+TEST(sample_spec_test, ByteCountThatOverflowsIsRefusedNamingTheField) {
+  // 2^62 elements fit in a size_t; 2^62 x 4 bytes do not.
+  expect_mentions(logic_error_of([] {
+                    sample_spec{}.add("wide", dtype::f32, {two_to_31, two_to_31});
+                  }),
+                  {"'wide'", "bytes", "float32", "4611686018427387904 x 4"});
+  expect_mentions(
+      logic_error_of([] {
+        sample_spec{std::vector<gpufeed::field>{{"wide", dtype::f64, {two_to_31, two_to_31}}}};
+      }),
+      {"'wide'", "float64"});
+}
+
+TEST(sample_spec_test, SampleBytesThatOverflowAreRefused) {
+  // Each field is 2^63 bytes, which fits; the two together do not.
+  sample_spec spec;
+  spec.add("a", dtype::u8, {two_to_31, two_to_32});
+  EXPECT_EQ(spec.bytes_per_sample(), std::size_t{1} << 63);
+  expect_mentions(logic_error_of([&] {
+                    spec.add("b", dtype::u8, {two_to_31, two_to_32});
+                  }),
+                  {"sample's bytes", "'b'", "9223372036854775808 + 9223372036854775808"});
+  EXPECT_EQ(spec.size(), 1U);
+  EXPECT_EQ(spec.bytes_per_sample(), std::size_t{1} << 63);
+}
+
+TEST(sample_spec_test, AFieldBuiltByHandIsCheckedWhereItIsSized) {
+  gpufeed::field const negative{"neg", dtype::u8, {4, -3}};
+  expect_mentions(logic_error_of([&] { (void)negative.elements(); }), {"'neg'", "-3"});
+  gpufeed::field const wide{"wide", dtype::i64, {two_to_31, two_to_31}};
+  EXPECT_EQ(wide.elements(), std::size_t{1} << 62);
+  expect_mentions(logic_error_of([&] { (void)wide.bytes(); }), {"'wide'", "int64"});
+  EXPECT_EQ((gpufeed::field{"empty", dtype::f32, {3, 0}}.bytes()), 0U);
+}
+
+TEST(sample_spec_test, SlotLayoutRefusesABatchThatOverflows) {
+  sample_spec spec;
+  spec.add("image", dtype::u8, {1 << 20}).add("label", dtype::i64, {});
+  expect_mentions(logic_error_of([&] {
+                    gpufeed::detail::slot_layout{spec, std::size_t{1} << 50};
+                  }),
+                  {"batch_size", "'image'", "1125899906842624 x 1048576"});
+  // Each region fits; rounded up to the alignment, the first one does not.
+  sample_spec const almost{
+      std::vector<gpufeed::field>{{"x", dtype::u8, {std::numeric_limits<std::int64_t>::max()}}}};
+  expect_mentions(logic_error_of([&] {
+                    gpufeed::detail::slot_layout{almost, 2};
+                  }),
+                  {"batch_size", "'x'"});
+  // Each field's region fits, their sum does not.
+  sample_spec two;
+  two.add("a", dtype::u8, {two_to_31, two_to_31}).add("b", dtype::u8, {two_to_31, two_to_31});
+  expect_mentions(logic_error_of([&] {
+                    gpufeed::detail::slot_layout{two, 3};
+                  }),
+                  {"regions of the fields up to 'b'", "batch_size 3"});
+  EXPECT_EQ((gpufeed::detail::slot_layout{two, 1}.slot_bytes()), std::size_t{1} << 63);
 }
 
 TEST(sample_spec_test, SampleViewAsChecksType) {
@@ -172,6 +270,34 @@ TEST(sample_spec_test, SampleViewAsChecksType) {
   std::int64_t value = 0;
   std::memcpy(&value, where, sizeof value);
   EXPECT_EQ(value, 1234);
+}
+
+TEST(sample_spec_test, SampleLayoutPlacesEachSampleInItsFieldsRegion) {
+  sample_spec spec;
+  spec.add("x", dtype::f32, {3}).add("y", dtype::i64, {});
+  gpufeed::sample_layout const layout{spec, 4};
+  EXPECT_EQ(layout.samples(), 4U);
+  EXPECT_EQ(layout.spec(), spec);
+  EXPECT_EQ(layout.field_bytes(0), 12U);
+  EXPECT_EQ(layout.field_offset(1) % gpufeed::sample_layout::alignment, 0U);
+  EXPECT_GE(layout.field_offset(1), 4U * 12U);
+  EXPECT_EQ(layout.used_bytes(4), layout.field_offset(1) + 4U * 8U);
+  std::vector<std::byte> block(layout.bytes());
+  for (std::size_t i = 0; i < 4; ++i) {
+    auto const view = layout.view(block.data(), i);
+    EXPECT_EQ(view.position(), i);
+    view.as<float>(0)[2] = static_cast<float>(i) + 0.5F;
+    view.as<std::int64_t>(1)[0] = 100 + static_cast<std::int64_t>(i);
+  }
+  for (std::size_t i = 0; i < 4; ++i) {
+    float x = 0;
+    std::int64_t y = 0;
+    std::memcpy(&x, block.data() + layout.field_offset(0) + i * 12 + 8, sizeof x);
+    std::memcpy(&y, block.data() + layout.field_offset(1) + i * 8, sizeof y);
+    EXPECT_EQ(x, static_cast<float>(i) + 0.5F) << i;
+    EXPECT_EQ(y, 100 + static_cast<std::int64_t>(i)) << i;
+  }
+  EXPECT_THROW((gpufeed::sample_layout{sample_spec{}, 4}), gpufeed::logic_error);
 }
 
 TEST(sample_spec_test, TensorViewShapeAndTypeChecks) {

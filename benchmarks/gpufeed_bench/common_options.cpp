@@ -2,42 +2,42 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <vector>
+
 #include "gpufeed/log.hpp"
-#include "machine_info.hpp"
+#include "gpufeed/observe/process.hpp"
 
 namespace gpufeed::bench {
 
 void add_common_options(CLI::App& command, common_options& options) {
+  add_value(command, "--batch-size", options.batch_size,
+            "Samples per batch (loader_options::batch_size)", "N")
+      ->check(CLI::PositiveNumber);
+  add_value(
+      command, "--workers", options.workers,
+      "Loader worker threads (loader_options::workers; default: the CPUs this process may use)",
+      "N")
+      ->check(CLI::Range(1U, 1024U));
+  add_value(command, "--prefetch-depth", options.prefetch_depth,
+            "Slots in the loader's ring: batches prepared ahead, leases included "
+            "(loader_options::prefetch_depth)",
+            "N")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{4096}));
+  add_value(command, "--batches", options.batches, "Timed batches per run (after the warm-up)", "N")
+      ->check(CLI::PositiveNumber);
+  add_output_options(command, options.json_path, options.verbose);
+}
+
+void add_output_options(CLI::App& command, std::string& json_path, bool& verbose) {
   command
-      .add_option("--batch-size", options.batch_size,
-                  "Samples per batch (loader_options::batch_size)")
-      ->type_name("N")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  command
-      .add_option("--workers", options.workers,
-                  "Loader worker threads (loader_options::workers; default: the CPUs this "
-                  "process may use)")
-      ->type_name("N")
-      ->check(CLI::Range(1U, 1024U))
-      ->capture_default_str();
-  command
-      .add_option("--prefetch-depth", options.prefetch_depth,
-                  "Slots in the loader's ring: batches prepared ahead, leases included "
-                  "(loader_options::prefetch_depth)")
-      ->type_name("N")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{4096}))
-      ->capture_default_str();
-  command.add_option("--batches", options.batches, "Timed batches per run (after the warm-up)")
-      ->type_name("N")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  command
-      .add_option("--json", options.json_path,
+      .add_option("--json", json_path,
                   "Also write the report as JSON to FILE (schema: docs/benchmarks/schema.json; "
                   "default: none)")
       ->type_name("FILE");
-  command.add_flag("--verbose,-v", options.verbose,
+  command.add_flag("--verbose,-v", verbose,
                    "Keep the library's info-level log (default: warnings and errors only)");
 }
 
@@ -53,13 +53,64 @@ gpufeed::loader_options to_loader_options(common_options const& options) {
   return loader;
 }
 
-json to_json(common_options const& options) {
-  return {{"batch_size", options.batch_size},
-          {"workers", options.workers},
-          {"prefetch_depth", options.prefetch_depth},
-          {"batches", options.batches},
-          {"json", options.json_path},
-          {"verbose", options.verbose}};
+std::vector<std::string> split(std::string const& text, char separator) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (true) {
+    auto const end = text.find(separator, start);
+    parts.push_back(text.substr(start, end - start));
+    if (end == std::string::npos) return parts;
+    start = end + 1;
+  }
+}
+
+namespace {
+
+// A value as CLI11 holds it (text) as JSON: a boolean, an integer, a number, else the text.
+json scalar_of(std::string const& text) {
+  if (text == "true" || text == "false") return text == "true";
+  auto const* const end = text.data() + text.size();
+  std::int64_t integer = 0;
+  if (auto const [at, error] = std::from_chars(text.data(), end, integer);
+      !text.empty() && error == std::errc{} && at == end) {
+    return integer;
+  }
+  double number = 0;
+  if (auto const [at, error] = std::from_chars(text.data(), end, number);
+      !text.empty() && error == std::errc{} && at == end) {
+    return number;
+  }
+  return text;
+}
+
+}  // namespace
+
+json config_of(CLI::App const& command) {
+  json config = json::object();
+  for (CLI::Option const* option : command.get_options()) {
+    auto name = option->get_name();
+    if (name == "--help") continue;
+    name = name.substr(name.find_first_not_of('-'));
+    std::replace(name.begin(), name.end(), '-', '_');
+    if (option->get_expected_max() == 0) {  // a flag
+      config[name] = option->count() > 0;
+      continue;
+    }
+    auto texts = option->results();
+    if (texts.empty()) {  // not given: the default, "[1,2,4]" for a list
+      auto text = option->get_default_str();
+      bool const list = text.starts_with('[') && text.ends_with(']');
+      if (list) text = text.substr(1, text.size() - 2);
+      texts = list ? split(text, ',') : std::vector<std::string>{text};
+    }
+    if (option->get_expected_max() > 1) {
+      config[name] = json::array();
+      for (auto const& text : texts) config[name].push_back(scalar_of(text));
+    } else {
+      config[name] = scalar_of(texts.empty() ? std::string{} : texts.back());
+    }
+  }
+  return config;
 }
 
 void apply_log_level(common_options const& options) {
@@ -72,8 +123,7 @@ void apply_log_level(bool verbose) {
 }
 
 unsigned default_workers() {
-  unsigned const cpus = detect_machine().cpus;
-  return cpus > 0 ? cpus : 1U;
+  return gpufeed::observe::usable_cpus();
 }
 
 }  // namespace gpufeed::bench

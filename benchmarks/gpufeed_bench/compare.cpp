@@ -3,19 +3,18 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
-#include <map>
 #include <memory>
 #include <optional>
 #include <ostream>
 #include <stdexcept>
 
-#include "bench_clock.hpp"
 #include "compare_dataset.hpp"
 #include "gpufeed/loader.hpp"
+#include "gpufeed/observe/process.hpp"
 #include "loader_pass.hpp"
+#include "paired.hpp"
 #include "peer_python.hpp"
 #include "peer_run.hpp"
-#include "process_memory.hpp"
 #include "summary_stats.hpp"
 #include "table.hpp"
 
@@ -38,22 +37,17 @@ gpufeed::loader_options gpufeed_options(compare_config const& config) {
 
 peer_run run_gpufeed(compare_dataset const& data, compare_config const& config) {
   gpufeed::loader source{data.data, gpufeed_options(config)};
-  consume(source, config.warmup);
-  auto const before = source.snapshot();
-  auto const start = bench_clock::now();
-  auto const delivered = consume(source, config.common.batches);
+  auto const timed = time_batches(source, config.warmup, config.common.batches);
   peer_run run;
-  run.seconds = seconds_between(start, bench_clock::now());
-  auto const after = source.snapshot();
-  run.batches = delivered.batches;
-  run.samples = delivered.samples;
-  run.bytes = delivered.samples * data.data->spec().bytes_per_sample();
-  run.skipped = after.skipped - before.skipped;
-  run.details = {
-      {"epoch_ends_crossed", delivered.epoch_ends},
-      {"consumer_wait_fraction",
-       run.seconds > 0 ? (after.consumer_wait_s - before.consumer_wait_s) / run.seconds : 0.0},
-      {"pinned_bytes", after.pinned_bytes}};
+  run.seconds = timed.seconds;
+  run.batches = timed.delivered.batches;
+  run.samples = timed.delivered.samples;
+  run.bytes = timed.delivered.samples * data.data->spec().bytes_per_sample();
+  run.skipped = timed.after.skipped - timed.before.skipped;
+  run.details = {{"epoch_ends_crossed", timed.delivered.epoch_ends},
+                 {"consumer_wait_fraction",
+                  ratio_or_zero(timed.grew(&gpufeed::stats::consumer_wait_s), timed.seconds)},
+                 {"pinned_bytes", timed.after.pinned_bytes}};
   return run;
 }
 
@@ -66,7 +60,7 @@ struct peer_state {
 };
 
 double per_second(std::uint64_t count, double seconds) {
-  return seconds > 0 ? static_cast<double>(count) / seconds : 0.0;
+  return ratio_or_zero(static_cast<double>(count), seconds);
 }
 
 std::vector<double> rates(std::vector<peer_run> const& runs, std::uint64_t peer_run::*field) {
@@ -77,15 +71,6 @@ std::vector<double> rates(std::vector<peer_run> const& runs, std::uint64_t peer_
 
 }  // namespace
 
-compare_config default_compare_config() {
-  compare_config config;
-  config.common.batch_size = 64;
-  config.common.workers = default_workers();
-  config.common.prefetch_depth = 4;
-  config.common.batches = 2000;
-  return config;
-}
-
 CLI::App* add_compare_command(CLI::App& app, compare_config& config) {
   CLI::App* command = app.add_subcommand(
       "compare",
@@ -93,54 +78,39 @@ CLI::App* add_compare_command(CLI::App& app, compare_config& config) {
       "torch.utils.data.DataLoader (torch_python) on the same data, batch size and workers");
   add_common_options(*command, config.common);
   add_dataset_options(*command, config.input, "this is gpufeed's (the torch peers always shuffle)");
-  command
-      ->add_option("--on-error", config.on_error,
-                   "raise or skip a failing sample (gpufeed: error_policy; torch_python: a "
-                   "collate that drops it; libtorch's loader cannot skip)")
-      ->type_name("POLICY")
-      ->check(CLI::IsMember({"raise", "skip"}))
-      ->capture_default_str();
-  command
-      ->add_option("--peers", config.peers,
-                   "Loaders to run, comma-separated: gpufeed, torch_cpp (libtorch's C++ loader; "
-                   "needs a libtorch build), torch_python (PyTorch's, in --python)")
-      ->type_name("PEER,...")
+  add_value(*command, "--on-error", config.on_error,
+            "raise or skip a failing sample (gpufeed: error_policy; torch_python: a collate that "
+            "drops it; libtorch's loader cannot skip)",
+            "POLICY")
+      ->check(CLI::IsMember({"raise", "skip"}));
+  add_value(*command, "--peers", config.peers,
+            "Loaders to run, comma-separated: gpufeed, torch_cpp (libtorch's C++ loader; needs a "
+            "libtorch build), torch_python (PyTorch's, in --python)",
+            "PEER,...")
       ->delimiter(',')
-      ->check(CLI::IsMember({"gpufeed", "torch_cpp", "torch_python"}))
-      ->capture_default_str();
-  command
-      ->add_option("--repeats", config.repeats,
-                   "Interleaved rounds, each one run of every peer; the report gives medians")
-      ->type_name("N")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1000}))
-      ->capture_default_str();
-  command
-      ->add_option("--warmup", config.warmup,
-                   "Untimed batches before each timed run (every peer, each run)")
-      ->type_name("N")
-      ->capture_default_str();
-  command
-      ->add_option("--torch-cpp-batches", config.torch_cpp_batches,
-                   "Timed batches of the torch_cpp peer (0: --batches)")
-      ->type_name("N")
-      ->capture_default_str();
-  command
-      ->add_option("--python-batches", config.python_batches,
-                   "Timed batches of the torch_python peer, which is often 10-100x slower (0: "
-                   "--batches)")
-      ->type_name("N")
-      ->capture_default_str();
-  command
-      ->add_option("--python", config.python,
-                   "The interpreter of the torch_python peer; it needs torch (and h5py / "
-                   "torchvision for those datasets)")
-      ->type_name("PATH")
-      ->capture_default_str();
+      ->check(CLI::IsMember({"gpufeed", "torch_cpp", "torch_python"}));
+  add_value(*command, "--repeats", config.repeats,
+            "Rounds, each one run of every peer back to back; the report gives medians and the "
+            "median of the per-round ratios",
+            "N")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1000}));
+  add_value(*command, "--warmup", config.warmup,
+            "Untimed batches before each timed run (every peer, each run)", "N");
+  add_value(*command, "--torch-cpp-batches", config.torch_cpp_batches,
+            "Timed batches of the torch_cpp peer (0: --batches)", "N");
+  add_value(*command, "--python-batches", config.python_batches,
+            "Timed batches of the torch_python peer, which is often 10-100x slower (0: --batches)",
+            "N");
+  add_value(*command, "--python", config.python,
+            "The interpreter of the torch_python peer; it needs torch (and h5py / torchvision for "
+            "those datasets)",
+            "PATH");
   command->footer(
       "Each repeat runs gpufeed, then torch_cpp, then torch_python, each a fresh loader: "
       "--warmup untimed batches, then --batches timed ones, crossing epochs. The report gives "
       "each peer's median over the repeats, and for each torch peer ratio = gpufeed samples/s / "
-      "that peer's samples/s (medians). --python-batches can shorten the Python peer's runs. "
+      "that peer's samples/s of the same repeat, the median over the repeats (the goals' "
+      "statistic). --python-batches can shorten the Python peer's runs. "
       "synthetic: gpufeed::synthetic (image uint8 + label "
       "int64); libtorch's get() calls the same read into fresh tensors; the Python peer makes "
       "as many pseudo-random bytes with numpy.");
@@ -248,28 +218,23 @@ report run_compare(compare_config const& config, std::ostream& progress) {
     }
   }
 
-  // Medians, and each torch peer against gpufeed.
-  std::map<std::string, double> median_sps;
-  for (auto const& peer : peers) {
-    if (!peer.runs.empty()) median_sps[peer.name] = median(rates(peer.runs, &peer_run::samples));
-  }
-  auto const gpufeed_sps = median_sps.find("gpufeed");
-
   report rep;
   rep.command = "compare";
-  rep.config = to_json(common);
-  add_dataset_config(rep.config, input);
-  rep.config["dataset_info"] = data.description;
-  rep.config["on_error"] = config.on_error;
-  rep.config["peers"] = config.peers;
-  rep.config["repeats"] = config.repeats;
-  rep.config["warmup"] = config.warmup;
-  rep.config["python_batches"] = python.batches;
+  // What the run derived from its flags: the chunk window in effect (0 unless chunk-aware), and
+  // each peer's run length.
+  rep.config = {{"chunk_window", effective_chunk_window(input)},
+                {"dataset_info", data.description},
+                {"python_batches", python.batches}};
   rep.config["torch_cpp_batches"] =
       config.torch_cpp_batches > 0 ? config.torch_cpp_batches : common.batches;
-  rep.config["python"] = config.python;
 
-  text_table ratios{{"gpufeed / peer", "ratio of medians", "median of pairs", "per repeat"}};
+  // Each torch peer against gpufeed's run of the same repeat.
+  auto const gpufeed_peer =
+      std::find_if(peers.begin(), peers.end(), [](auto const& p) { return p.name == "gpufeed"; });
+  std::vector<double> const gpufeed_sps = gpufeed_peer == peers.end()
+                                              ? std::vector<double>{}
+                                              : rates(gpufeed_peer->runs, &peer_run::samples);
+  text_table ratios{{"gpufeed / peer", "median of pairs", "ratio of medians", "per repeat"}};
   for (auto const& peer : peers) {
     bench_result result;
     result.loader = peer.name;
@@ -293,27 +258,22 @@ report run_compare(compare_config const& config, std::ostream& progress) {
       result.details["samples_per_s_runs"] = sps;
       result.details["run_details"] = runs;
       if (peer.name == "gpufeed") {
-        result.peak_rss_bytes = peak_rss_bytes();
+        result.peak_rss_bytes = gpufeed::observe::peak_rss_bytes();
         result.pinned_bytes = peer.runs.back().details.value("pinned_bytes", std::uint64_t{0});
-      } else if (gpufeed_sps != median_sps.end() && *result.samples_per_s > 0) {
-        result.ratio = gpufeed_sps->second / *result.samples_per_s;
-        // Pairwise ratios: gpufeed's run r against this peer's run r.
-        auto const& gpufeed_runs = std::find_if(peers.begin(), peers.end(), [](auto const& p) {
-                                     return p.name == "gpufeed";
-                                   })->runs;
-        auto const gsps = rates(gpufeed_runs, &peer_run::samples);
-        std::vector<double> pairs;
+      } else if (!gpufeed_sps.empty()) {
+        // A peer that failed in a repeat has fewer runs: the pairs are the repeats both ran.
+        paired_rates const pairs{sps, gpufeed_sps};
+        result.ratio = pairs.ratio();
+        result.details["ratio_runs"] = pairs.ratios();
+        result.details["ratio_of_medians"] = pairs.ratio_of_medians();
+        result.details["ratio_meaning"] =
+            "median over the repeats of gpufeed samples_per_s / this loader's, same repeat";
         std::string per_repeat;
-        for (std::size_t i = 0; i < std::min(gsps.size(), sps.size()); ++i) {
-          pairs.push_back(sps[i] > 0 ? gsps[i] / sps[i] : 0.0);
-          if (!per_repeat.empty()) per_repeat.append(", ");
-          per_repeat.append(format_fixed(pairs.back(), 2));
+        for (auto const ratio : pairs.ratios()) {
+          per_repeat += (per_repeat.empty() ? "" : ", ") + format_fixed(ratio, 2);
         }
-        result.details["ratio_runs"] = pairs;
-        result.details["ratio_median_of_pairs"] = median(pairs);
-        result.details["ratio_meaning"] = "gpufeed samples_per_s / this loader's samples_per_s";
-        ratios.add_row({"gpufeed / " + peer.name, format_fixed(*result.ratio, 2) + "x",
-                        format_fixed(median(pairs), 2) + "x", per_repeat});
+        ratios.add_row({"gpufeed / " + peer.name, format_fixed(pairs.ratio(), 2) + "x",
+                        format_fixed(pairs.ratio_of_medians(), 2) + "x", per_repeat});
       }
     }
     rep.results.push_back(std::move(result));
@@ -324,7 +284,8 @@ report run_compare(compare_config const& config, std::ostream& progress) {
   auto const add_goal = [&](std::string const& peer, double target) {
     for (auto const& result : rep.results) {
       if (result.loader == peer && result.ratio) {
-        rep.goals.push_back({"gpufeed/" + peer + " samples_per_s", ">=", target, *result.ratio});
+        rep.goals.push_back({"gpufeed/" + peer + " samples_per_s", ">=", target, *result.ratio,
+                             statistic::median_of_paired_ratios});
       }
     }
   };

@@ -32,8 +32,6 @@ struct compare_config {
   std::string python = "/usr/bin/python3";
 };
 
-[[nodiscard]] compare_config default_compare_config();
-
 /// Registers the `compare` subcommand and its flags, which write into `config`.
 CLI::App* add_compare_command(CLI::App& app, compare_config& config);
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "common_options.hpp"
 #include "gpufeed/datasets/in_memory.hpp"
 #include "gpufeed/datasets/synthetic.hpp"
 
@@ -23,17 +24,6 @@
 
 namespace gpufeed::bench {
 namespace {
-
-std::vector<std::string> split(std::string const& text, char separator) {
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  while (true) {
-    auto const end = text.find(separator, start);
-    parts.push_back(text.substr(start, end - start));
-    if (end == std::string::npos) return parts;
-    start = end + 1;
-  }
-}
 
 [[noreturn]] void bad_dataset(std::string const& text) {
   throw std::invalid_argument{"--dataset " + text +

@@ -8,7 +8,6 @@
 
 #include "gpufeed/cuda/device.hpp"
 #include "gpufeed/cuda/error.hpp"
-#include "gpufeed/detail/nvml.hpp"
 
 namespace gpufeed::bench {
 
@@ -32,13 +31,6 @@ cuda_device_info open_cuda_device(int index) {
   device.pci_bus_id = bus_id.data();
   device.multiprocessors = properties.multiProcessorCount;
   return device;
-}
-
-std::optional<unsigned> nvml_index_of(gpufeed::detail::nvml const& nvml,
-                                      cuda_device_info const& device) {
-  if (!nvml.available()) return std::nullopt;
-  if (auto const by_bus = nvml.index_of(device.pci_bus_id)) return by_bus;
-  return static_cast<unsigned>(device.index);
 }
 
 json to_json(cuda_device_info const& device) {

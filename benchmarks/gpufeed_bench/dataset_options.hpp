@@ -39,9 +39,4 @@ void add_dataset_options(CLI::App& command, dataset_options& options,
 /// Sets `loader`'s shuffle, chunk_window and seed from --order, --chunk-window and --seed.
 void apply_order(dataset_options const& options, gpufeed::loader_options& loader);
 
-/// Writes the flags above into a report's config: dataset, order, chunk_window (the effective
-/// one: 0 unless --order chunk-aware), samples, sample_bytes, cpu_cost_us, wait_us, image_size
-/// and seed.
-void add_dataset_config(json& config, dataset_options const& options);
-
 }  // namespace gpufeed::bench

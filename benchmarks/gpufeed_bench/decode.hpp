@@ -21,7 +21,7 @@ class App;
 namespace gpufeed::bench {
 
 struct decode_config {
-  common_options common;
+  common_options common{.batch_size = 32, .prefetch_depth = 4, .batches = 25};
   std::string folder;        ///< an image_folder to measure; empty: generate a set
   std::size_t images = 200;  ///< generated set: images
   int image_width = 320;     ///< generated set: size
@@ -34,9 +34,6 @@ struct decode_config {
   std::size_t warmup = 2;   ///< untimed batches before each timed loader run
   std::uint64_t seed = 1;   ///< generated set and the loader's shuffle
 };
-
-/// The defaults `gpufeed-bench decode` runs with.
-[[nodiscard]] decode_config default_decode_config();
 
 /// Registers the `decode` subcommand and its flags, which write into `config`.
 CLI::App* add_decode_command(CLI::App& app, decode_config& config);

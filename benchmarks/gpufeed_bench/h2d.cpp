@@ -9,15 +9,15 @@
 #include <string>
 #include <vector>
 
-#include "bench_clock.hpp"
 #include "cuda_device.hpp"
 #include "gpufeed/cuda/device.hpp"
 #include "gpufeed/cuda/stream.hpp"
 #include "gpufeed/datasets/synthetic.hpp"
 #include "gpufeed/loader.hpp"
+#include "gpufeed/observe/process.hpp"
 #include "h2d_peak.hpp"
 #include "loader_pass.hpp"
-#include "process_memory.hpp"
+#include "paired.hpp"
 #include "summary_stats.hpp"
 #include "table.hpp"
 
@@ -74,112 +74,50 @@ gpufeed::loader_options loader_options_for(h2d_config const& config,
   return options;
 }
 
-// One timed loader run, on a fresh loader (so no run inherits another's prefetched slots).
-struct loader_run {
-  double seconds = 0;
-  consumed delivered;
-  gpufeed::stats before;  // after the warm-up
-  gpufeed::stats after;
-};
-
-loader_run run_loader(std::shared_ptr<gpufeed::dataset const> data,
-                      gpufeed::loader_options const& options, batch_shape const& shape,
-                      gpufeed::cuda::cuda_stream const& consumer) {
-  gpufeed::loader source{std::move(data), options};
-  consume(source, shape.warmup);
-  loader_run run;
-  run.before = source.snapshot();
-  auto const start = bench_clock::now();
-  run.delivered = consume(source, shape.timed);
-  // next() returns once a copy is queued; the bytes are delivered when the consumer stream,
-  // which waits on each copy, has passed the last one.
-  consumer.synchronize();
-  run.seconds = seconds_between(start, bench_clock::now());
-  run.after = source.snapshot();
-  return run;
-}
-
-// The medians of one batch size's repeats.
-struct size_result {
-  bench_result peak;
-  bench_result loader;
-};
-
-size_result measure_size(batch_shape const& shape, h2d_config const& config,
-                         gpufeed::cuda::cuda_stream const& consumer, std::ostream& progress) {
+// One batch size: its peak and loader rows, medians over the pairs of runs.
+paired_rows measure_size(batch_shape const& shape, h2d_config const& config,
+                         gpufeed::cuda::cuda_stream const& consumer, paired_rates& rates,
+                         std::ostream& progress) {
   auto const data = make_dataset(shape, config);
   auto const options = loader_options_for(config, consumer);
   h2d_peak const peak_copier{shape.batch_bytes};
-  std::string const label = format_bytes(shape.batch_bytes);
-  auto const batch_bytes = static_cast<double>(shape.batch_bytes);
-
-  std::vector<double> peak_bps, loader_bps, pair_ratios, copy_bps, wait_share;
+  std::vector<double> copy_bps, wait_share;
   std::size_t pinned = 0;
-  for (std::size_t r = 0; r < config.repeats; ++r) {
-    double const peak_rate = peak_copier.run(shape.warmup, shape.timed);
-    auto const run = run_loader(data, options, shape, consumer);
-    double const loader_rate =
-        static_cast<double>(run.delivered.samples * shape.sample_bytes) / run.seconds;
-    peak_bps.push_back(peak_rate);
-    loader_bps.push_back(loader_rate);
-    pair_ratios.push_back(ratio_or_zero(loader_rate, peak_rate));
+  auto const loader_run = [&] {
+    gpufeed::loader source{data, options};
+    // next() returns once a copy is queued; the bytes are delivered when the consumer stream,
+    // which waits on each copy, has passed the last one.
+    auto const run =
+        time_batches(source, shape.warmup, shape.timed, false, [&] { consumer.synchronize(); });
     // The copies' own GPU time: tells a slow copy from gaps between copies.
-    auto const timed = run.after.timed_copies - run.before.timed_copies;
-    copy_bps.push_back(ratio_or_zero(static_cast<double>(timed) * batch_bytes,
-                                     run.after.h2d_s - run.before.h2d_s));
-    wait_share.push_back(
-        ratio_or_zero(run.after.consumer_wait_s - run.before.consumer_wait_s, run.seconds));
+    copy_bps.push_back(ratio_or_zero(
+        run.grew(&gpufeed::stats::timed_copies) * static_cast<double>(shape.batch_bytes),
+        run.grew(&gpufeed::stats::h2d_s)));
+    wait_share.push_back(ratio_or_zero(run.grew(&gpufeed::stats::consumer_wait_s), run.seconds));
     pinned = run.after.pinned_bytes;
-    progress << "  " << label << " repeat " << r + 1 << '/' << config.repeats << ": h2d_peak "
-             << format_bandwidth(peak_rate) << "  gpufeed " << format_bandwidth(loader_rate)
-             << "  ratio " << format_fixed(100.0 * pair_ratios.back(), 1) << " %\n";
-  }
-
-  double const peak_median = median(peak_bps);
-  double const loader_median = median(loader_bps);
-  size_result out;
-  out.peak.loader = "h2d_peak " + label;
-  out.peak.bytes_per_s = peak_median;
-  out.peak.batches_per_s = peak_median / batch_bytes;
-  out.peak.samples_per_s = *out.peak.batches_per_s * static_cast<double>(config.common.batch_size);
-  out.peak.memcpy_bytes_per_s = peak_median;
-  out.peak.details = {{"batch_bytes", shape.batch_bytes},
-                      {"copies_per_run", shape.timed},
-                      {"warmup_copies", shape.warmup},
-                      {"bytes_per_s_runs", peak_bps}};
-
-  out.loader.loader = "gpufeed " + label;
-  out.loader.bytes_per_s = loader_median;
-  out.loader.batches_per_s = loader_median / batch_bytes;
-  out.loader.samples_per_s =
-      *out.loader.batches_per_s * static_cast<double>(config.common.batch_size);
-  out.loader.memcpy_bytes_per_s = peak_median;
-  out.loader.ratio = ratio_or_zero(loader_median, peak_median);
-  out.loader.peak_rss_bytes = peak_rss_bytes();
-  out.loader.pinned_bytes = pinned;
-  out.loader.details = {{"batch_bytes", shape.batch_bytes},
-                        {"sample_bytes", shape.sample_bytes},
-                        {"batches_per_run", shape.timed},
-                        {"warmup_batches", shape.warmup},
-                        {"h2d_bytes_per_s", loader_median},
-                        {"peak_h2d_bytes_per_s", peak_median},
-                        {"bytes_per_s_runs", loader_bps},
-                        {"ratio_runs", pair_ratios},
-                        {"ratio_median_of_pairs", median(pair_ratios)},
-                        {"copy_bytes_per_s", median(copy_bps)},
-                        {"consumer_wait_fraction", median(wait_share)}};
-  return out;
+    return static_cast<double>(run.delivered.samples * shape.sample_bytes) / run.seconds;
+  };
+  auto const label = format_bytes(shape.batch_bytes);
+  rates = run_pairs(
+      config.repeats, goes_first::peer, [&] { return peak_copier.run(shape.warmup, shape.timed); },
+      loader_run, "h2d_peak", label + " ", progress);
+  auto rows = paired_results(rates, "h2d_peak " + label, "gpufeed " + label, shape.sample_bytes,
+                             config.common.batch_size);
+  rows.peer.details.update({{"batch_bytes", shape.batch_bytes},
+                            {"copies_per_run", shape.timed},
+                            {"warmup_copies", shape.warmup}});
+  rows.loader.peak_rss_bytes = gpufeed::observe::peak_rss_bytes();
+  rows.loader.pinned_bytes = pinned;
+  rows.loader.details.update({{"batch_bytes", shape.batch_bytes},
+                              {"sample_bytes", shape.sample_bytes},
+                              {"batches_per_run", shape.timed},
+                              {"warmup_batches", shape.warmup},
+                              {"copy_bytes_per_s", median(copy_bps)},
+                              {"consumer_wait_fraction", median(wait_share)}});
+  return rows;
 }
 
 }  // namespace
-
-h2d_config default_h2d_config() {
-  h2d_config config;
-  config.common.batch_size = 64;
-  config.common.workers = 8;
-  config.common.prefetch_depth = 4;
-  return config;
-}
 
 CLI::App* add_h2d_command(CLI::App& app, h2d_config& config) {
   CLI::App* command = app.add_subcommand(
@@ -193,39 +131,28 @@ CLI::App* add_h2d_command(CLI::App& app, h2d_config& config) {
       ->description("Samples each batch is split into (sample bytes = batch bytes / N)");
   command->get_option("--workers")
       ->description("Loader worker threads (the peak is one host thread and one stream)");
-  command
-      ->add_option("--batch-mib", config.batch_mib,
-                   "Bytes per batch in MiB, comma-separated; each is one uint8 field split "
-                   "into --batch-size samples")
-      ->type_name("MIB,...")
+  add_value(*command, "--batch-mib", config.batch_mib,
+            "Bytes per batch in MiB, comma-separated; each is one uint8 field split into "
+            "--batch-size samples",
+            "MIB,...")
       ->delimiter(',')
-      ->check(CLI::Range(std::size_t{1}, std::size_t{4096}))
-      ->capture_default_str();
-  command
-      ->add_option("--run-mib", config.run_mib,
-                   "MiB each timed run moves (loader and peak alike): max(8, run-mib / "
-                   "batch-mib) batches")
-      ->type_name("MIB")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24))
-      ->capture_default_str();
-  command
-      ->add_option("--warmup-mib", config.warmup_mib,
-                   "Untimed MiB before each timed run (loader and peak alike): max(2 x "
-                   "prefetch-depth, warmup-mib / batch-mib) batches")
-      ->type_name("MIB")
-      ->capture_default_str();
-  command
-      ->add_option("--repeats", config.repeats,
-                   "Interleaved peak/loader pairs per batch size; the report gives the medians")
-      ->type_name("N")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1000}))
-      ->capture_default_str();
-  command
-      ->add_option("--device", config.device,
-                   "Index of the CUDA device to measure (as cudaSetDevice)")
-      ->type_name("N")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
+      ->check(CLI::Range(std::size_t{1}, std::size_t{4096}));
+  add_value(*command, "--run-mib", config.run_mib,
+            "MiB each timed run moves (loader and peak alike): max(8, run-mib / batch-mib) batches",
+            "MIB")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
+  add_value(*command, "--warmup-mib", config.warmup_mib,
+            "Untimed MiB before each timed run (loader and peak alike): max(2 x prefetch-depth, "
+            "warmup-mib / batch-mib) batches",
+            "MIB");
+  add_value(
+      *command, "--repeats", config.repeats,
+      "Peak/loader pairs per batch size, run back to back; the goal is the median of their ratios",
+      "N")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1000}));
+  add_value(*command, "--device", config.device,
+            "Index of the CUDA device to measure (as cudaSetDevice)", "N")
+      ->check(CLI::NonNegativeNumber);
   command->footer(
       "For each --batch-mib, each repeat runs the peak, then the loader. The peak: one pinned "
       "buffer copied to one device buffer, back-to-back cudaMemcpyAsync on one stream, timed "
@@ -233,8 +160,9 @@ CLI::App* add_h2d_command(CLI::App& app, h2d_config& config) {
       "over gpufeed::synthetic with write = false (reads cost nothing), delivering to a stream "
       "the bench owns; the consumer takes the timed batches after the warm-up and releases each "
       "at once; the time runs from the first timed next() to a synchronize of that stream after "
-      "the last. ratio = median loader bytes/s / median peak bytes/s; goal >= 0.90 for batches "
-      "of 4 MiB and more. Exits with status 1 when there is no CUDA device.");
+      "the last. ratio = the median over the repeats of loader bytes/s / peak bytes/s of the "
+      "same repeat; goal >= 0.90 for batches of 4 MiB and more. Exits with status 1 when there "
+      "is no CUDA device.");
   return command;
 }
 
@@ -255,24 +183,18 @@ report run_h2d(h2d_config const& config, std::ostream& progress) {
   rep.command = "h2d";
   rep.machine.gpu = device.name;
   for (auto const& shape : shapes) {
-    auto sized = measure_size(shape, config, consumer, progress);
+    paired_rates rates;
+    auto rows = measure_size(shape, config, consumer, rates, progress);
     if (shape.mib >= goal_from_mib) {
       rep.goals.push_back(
-          {"ratio " + format_bytes(shape.batch_bytes), ">=", goal_ratio, *sized.loader.ratio});
+          paired_goal("ratio " + format_bytes(shape.batch_bytes), goal_ratio, rates));
     }
-    rep.results.push_back(std::move(sized.peak));
-    rep.results.push_back(std::move(sized.loader));
+    rep.results.push_back(std::move(rows.peer));
+    rep.results.push_back(std::move(rows.loader));
   }
 
-  rep.config = to_json(config.common);
-  rep.config.erase("batches");
-  rep.config["batch_mib"] = config.batch_mib;
-  rep.config["run_mib"] = config.run_mib;
-  rep.config["warmup_mib"] = config.warmup_mib;
-  rep.config["repeats"] = config.repeats;
-  rep.config["staging"] = "pinned";
-  rep.config["dataset"] = "synthetic, write = false";
-  rep.config["device"] = to_json(device);
+  rep.config = {
+      {"staging", "pinned"}, {"dataset", "synthetic, write = false"}, {"device", to_json(device)}};
   return rep;
 }
 

@@ -18,16 +18,13 @@ class App;
 namespace gpufeed::bench {
 
 struct h2d_config {
-  common_options common;                                ///< --batches is replaced by --run-mib
+  common_options common{.workers = 8};                  ///< --batches is replaced by --run-mib
   std::vector<std::size_t> batch_mib = {1, 4, 16, 64};  ///< bytes per batch, one run each
   std::size_t run_mib = 4096;                           ///< bytes each timed run moves
   std::size_t warmup_mib = 512;                         ///< untimed bytes before each timed run
   std::size_t repeats = 5;                              ///< peak/loader pairs, interleaved
   int device = 0;
 };
-
-/// The defaults `gpufeed-bench h2d` runs with.
-[[nodiscard]] h2d_config default_h2d_config();
 
 /// Registers the `h2d` subcommand and its flags, which write into `config`.
 CLI::App* add_h2d_command(CLI::App& app, h2d_config& config);

@@ -48,12 +48,22 @@ json to_json(bench_result const& result) {
           {"details", result.details}};
 }
 
+char const* to_string(statistic from) noexcept {
+  switch (from) {
+    case statistic::median_of_paired_ratios:
+      return "median_of_paired_ratios";
+    case statistic::median_of_repeats:
+      return "median_of_repeats";
+    case statistic::one_run:
+      break;
+  }
+  return "one_run";
+}
+
 json to_json(goal const& target) {
-  return {{"metric", target.metric},
-          {"comparison", target.comparison},
-          {"target", target.target},
-          {"value", target.value},
-          {"met", target.met()}};
+  return {{"metric", target.metric}, {"comparison", target.comparison},
+          {"target", target.target}, {"value", target.value},
+          {"met", target.met()},     {"statistic", to_string(target.from)}};
 }
 
 json to_json(report const& rep) {

@@ -1,20 +1,9 @@
 #pragma once
-// The report every subcommand produces, and its JSON form (written by --json FILE).
-//
-// Schema (version 2), shared by all subcommands; the JSON Schema is docs/benchmarks/schema.json
-// (validated by the bench.schema.* tests) and docs/benchmarks/README.md describes the fields:
-//   {"tool": "gpufeed-bench", "schema_version": 2, "gpufeed_version": "0.1.0",
-//    "command": "<subcommand>", "command_line": ["gpufeed-bench", "<subcommand>", ...],
-//    "date": "<UTC ISO 8601>",
-//    "machine": {"cpus": N, "gpu": null | "<name>", ...},
-//    "config": {<every flag of the subcommand>},
-//    "results": [{"loader": "...", "samples_per_s": x | null, "batches_per_s": ..., "bytes_per_s",
-//                 "handoff_us", "memcpy_bytes_per_s", "ratio", "peak_rss_bytes",
-//                 "pinned_bytes", "skipped", "cell": null | {"batch_size", "workers",
-//                 "prefetch_depth", "chosen_by"}, "details": {...}}],
-//    "goals": [{"metric": "...", "comparison": "<" | ">=", "target": x, "value": y,
-//               "met": bool}]}
+// The report every subcommand produces, and its JSON form (written by --json FILE): a version 3
+// report of docs/benchmarks/schema.json (checked by the bench.schema.* tests), whose fields
+// docs/benchmarks/README.md describes.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -24,19 +13,30 @@
 
 namespace gpufeed::bench {
 
+/// What a goal's value is computed from, written with the goal so that a reader knows.
+enum class statistic : std::uint8_t {
+  /// The median over the repeats of the ratio of two peers run back to back in that repeat.
+  median_of_paired_ratios,
+  /// The median over the repeats of one figure per repeat (each on a fresh loader).
+  median_of_repeats,
+  /// One run's figure.
+  one_run,
+};
+
 /// A target a subcommand checks its figures against.
 struct goal {
   std::string metric;      ///< e.g. "handoff_us"
   std::string comparison;  ///< "<" or ">="
   double target = 0;
   double value = 0;
+  statistic from = statistic::one_run;
   [[nodiscard]] bool met() const noexcept {
     return comparison == "<" ? value < target : value >= target;
   }
 };
 
-/// The version written as "schema_version"; docs/benchmarks/schema.json accepts 1 and 2.
-inline constexpr int report_schema_version = 2;
+/// The version written as "schema_version"; docs/benchmarks/schema.json accepts 1 to 3.
+inline constexpr int report_schema_version = 3;
 
 struct report {
   std::string command;
@@ -50,6 +50,7 @@ struct report {
 [[nodiscard]] json to_json(grid_cell const& cell);
 [[nodiscard]] json to_json(bench_result const& result);
 [[nodiscard]] json to_json(goal const& target);
+[[nodiscard]] char const* to_string(statistic from) noexcept;
 [[nodiscard]] json to_json(report const& rep);
 
 /// Writes `to_json(rep)` to `path`, indented. @throws std::runtime_error if it cannot.

@@ -1,8 +1,11 @@
 #include "loader_pass.hpp"
 
 #include <stdexcept>
+#include <thread>
 #include <unordered_map>
 #include <utility>
+
+#include "bench_clock.hpp"
 
 namespace gpufeed::bench {
 
@@ -32,6 +35,30 @@ consumed consume(gpufeed::loader& source, std::size_t batches, bool record_slots
     next.release();
   }
   return result;
+}
+
+timed_run time_batches(gpufeed::loader& source, std::size_t warmup, std::size_t batches,
+                       bool record_slots, std::function<void()> const& finish) {
+  consume(source, warmup);
+  timed_run run;
+  run.before = source.snapshot();
+  auto const start = bench_clock::now();
+  run.delivered = consume(source, batches, record_slots);
+  if (finish) finish();
+  run.seconds = seconds_between(start, bench_clock::now());
+  run.after = source.snapshot();
+  return run;
+}
+
+void run_step(std::chrono::nanoseconds length, bool spin) {
+  if (length.count() <= 0) return;
+  auto const until = bench_clock::now() + length;
+  if (spin) {
+    while (bench_clock::now() < until) {
+    }
+  } else {
+    std::this_thread::sleep_until(until);
+  }
 }
 
 }  // namespace gpufeed::bench

@@ -2,71 +2,46 @@
 
 #include <sys/utsname.h>
 
-#include <fstream>
 #include <sstream>
 
-#include "gpufeed/detail/host_resources.hpp"
+#include "gpufeed/observe/proc_stat.hpp"
+#include "gpufeed/observe/process.hpp"
 
 namespace gpufeed::bench {
 namespace {
 
+namespace observe = gpufeed::observe;
+
+std::string proc_text(char const* path) {
+  return observe::read_proc_file(path).value_or(std::string{});
+}
+
+// The first "model name" line of /proc/cpuinfo ("model name\t: AMD EPYC ...").
 std::string cpu_model_name() {
-  std::ifstream cpuinfo{"/proc/cpuinfo"};
-  std::string line;
-  while (std::getline(cpuinfo, line)) {
-    if (line.rfind("model name", 0) != 0) continue;
-    auto const colon = line.find(':');
-    if (colon == std::string::npos) break;
-    auto const start = line.find_first_not_of(' ', colon + 1);
+  std::istringstream cpuinfo{proc_text("/proc/cpuinfo")};
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (!line.starts_with("model name")) continue;
+    auto const start = line.find_first_not_of(' ', line.find(':') + 1);
     return start == std::string::npos ? std::string{} : line.substr(start);
   }
   return {};
-}
-
-std::uint64_t total_memory_bytes() {
-  std::ifstream meminfo{"/proc/meminfo"};
-  std::string line;
-  while (std::getline(meminfo, line)) {
-    if (line.rfind("MemTotal:", 0) != 0) continue;
-    std::istringstream fields{line.substr(9)};
-    std::uint64_t kib = 0;
-    fields >> kib;
-    return kib * 1024;
-  }
-  return 0;
-}
-
-// A fresh random id per boot: lent machines of one image share everything else.
-std::string boot_id() {
-  std::ifstream in{"/proc/sys/kernel/random/boot_id"};
-  std::string id;
-  std::getline(in, id);
-  return id;
-}
-
-std::string kernel_release() {
-  utsname names{};
-  if (uname(&names) != 0) return {};
-  return names.release;
-}
-
-std::array<double, 3> load_average() {
-  std::array<double, 3> load{};
-  std::ifstream loadavg{"/proc/loadavg"};
-  loadavg >> load[0] >> load[1] >> load[2];
-  return load;
 }
 
 }  // namespace
 
 machine_info detect_machine() {
   machine_info machine;
-  machine.cpus = gpufeed::detail::usable_cpus();
+  machine.cpus = observe::usable_cpus();
   machine.cpu_model = cpu_model_name();
-  machine.memory_bytes = total_memory_bytes();
-  machine.kernel = kernel_release();
-  machine.boot_id = boot_id();
-  machine.load_average = load_average();
+  if (auto const memory = observe::parse_meminfo(proc_text("/proc/meminfo"))) {
+    machine.memory_bytes = memory->total;
+  }
+  utsname names{};
+  if (uname(&names) == 0) machine.kernel = names.release;
+  // A fresh random id per boot: lent machines of one image share everything else.
+  std::istringstream{proc_text("/proc/sys/kernel/random/boot_id")} >> machine.boot_id;
+  std::istringstream{proc_text("/proc/loadavg")} >> machine.load_average[0] >>
+      machine.load_average[1] >> machine.load_average[2];
   return machine;  // gpu stays empty here: the GPU subcommands fill it in (h2d, overlap)
 }
 

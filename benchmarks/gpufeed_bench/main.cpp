@@ -2,9 +2,12 @@
 // table and, with --json FILE, writes the report (schema in json_report.hpp).
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <exception>
+#include <functional>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compare.hpp"
@@ -57,23 +60,32 @@ int main(int argc, char** argv) {
       "Each prints a table; --json FILE writes the report (schema: docs/benchmarks/schema.json). "
       "gpufeed-bench SUBCOMMAND --help explains every flag with its unit and default.");
 
-  bench::overhead_config overhead = bench::default_overhead_config();
-  bench::memcpy_config memcpy = bench::default_memcpy_config();
-  bench::compare_config compare = bench::default_compare_config();
-  CLI::App* const overhead_command = bench::add_overhead_command(app, overhead);
-  CLI::App* const memcpy_command = bench::add_memcpy_command(app, memcpy);
-  CLI::App* const compare_command = bench::add_compare_command(app, compare);
-  bench::sweep_config sweep = bench::default_sweep_config();
-  CLI::App* const sweep_command = bench::add_sweep_command(app, sweep);
+  // Each subcommand, with how it runs.
+  std::vector<std::pair<CLI::App*, std::function<bench::report()>>> commands;
+  bench::overhead_config overhead;
+  bench::memcpy_config memcpy;
+  bench::compare_config compare;
+  bench::sweep_config sweep;
+  commands.emplace_back(bench::add_overhead_command(app, overhead),
+                        [&] { return bench::run_overhead(overhead, std::cout); });
+  commands.emplace_back(bench::add_memcpy_command(app, memcpy),
+                        [&] { return bench::run_memcpy(memcpy, std::cout); });
+  commands.emplace_back(bench::add_compare_command(app, compare),
+                        [&] { return bench::run_compare(compare, std::cout); });
+  commands.emplace_back(bench::add_sweep_command(app, sweep),
+                        [&] { return bench::run_sweep(sweep, std::cout); });
 #if GPUFEED_BENCH_WITH_IMAGES
-  bench::decode_config decode = bench::default_decode_config();
-  CLI::App* const decode_command = bench::add_decode_command(app, decode);
+  bench::decode_config decode;
+  commands.emplace_back(bench::add_decode_command(app, decode),
+                        [&] { return bench::run_decode(decode, std::cout); });
 #endif
 #if GPUFEED_WITH_CUDA
-  bench::h2d_config h2d = bench::default_h2d_config();
-  bench::overlap_config overlap = bench::default_overlap_config();
-  CLI::App* const h2d_command = bench::add_h2d_command(app, h2d);
-  CLI::App* const overlap_command = bench::add_overlap_command(app, overlap);
+  bench::h2d_config h2d;
+  bench::overlap_config overlap;
+  commands.emplace_back(bench::add_h2d_command(app, h2d),
+                        [&] { return bench::run_h2d(h2d, std::cout); });
+  commands.emplace_back(bench::add_overlap_command(app, overlap),
+                        [&] { return bench::run_overlap(overlap, std::cout); });
 #endif
   // After every subcommand is registered; it runs while parsing, before the subcommand check.
   app.add_flag_callback(
@@ -94,42 +106,19 @@ int main(int argc, char** argv) {
   try {
     // Before the run, so that the load average is other processes' load, not this run's.
     bench::machine_info const machine = bench::detect_machine();
-    bench::report rep;
-    std::string json_path;
-    if (overhead_command->parsed()) {
-      rep = bench::run_overhead(overhead, std::cout);
-      json_path = overhead.common.json_path;
-    } else if (memcpy_command->parsed()) {
-      rep = bench::run_memcpy(memcpy, std::cout);
-      json_path = memcpy.common.json_path;
-    } else if (compare_command->parsed()) {
-      rep = bench::run_compare(compare, std::cout);
-      json_path = compare.common.json_path;
-    } else if (sweep_command->parsed()) {
-      rep = bench::run_sweep(sweep, std::cout);
-      json_path = sweep.json_path;
-    }
-#if GPUFEED_BENCH_WITH_IMAGES
-    if (decode_command->parsed()) {
-      rep = bench::run_decode(decode, std::cout);
-      json_path = decode.common.json_path;
-    }
-#endif
-#if GPUFEED_WITH_CUDA
-    if (h2d_command->parsed()) {
-      rep = bench::run_h2d(h2d, std::cout);
-      json_path = h2d.common.json_path;
-    } else if (overlap_command->parsed()) {
-      rep = bench::run_overlap(overlap, std::cout);
-      json_path = overlap.common.json_path;
-    }
-#endif
+    auto const& [command, run] = *std::find_if(commands.begin(), commands.end(),
+                                               [](auto const& c) { return c.first->parsed(); });
+    bench::report rep = run();
+    // Every flag of the subcommand, then what the run derived (which wins where they meet).
+    auto config = bench::config_of(*command);
+    config.update(rep.config);
+    rep.config = std::move(config);
     auto gpu = std::move(rep.machine.gpu);  // the device a GPU subcommand measured, if any
     rep.machine = machine;
     rep.machine.gpu = std::move(gpu);
     rep.command_line.assign(argv, argv + argc);
     bench::print_report(rep, std::cout);
-    if (!json_path.empty()) {
+    if (auto const json_path = rep.config.value("json", std::string{}); !json_path.empty()) {
       bench::write_json(rep, json_path);
       std::cout << "\nwrote " << json_path << '\n';
     }

@@ -26,9 +26,6 @@ struct memcpy_config {
   std::uint64_t seed = 0;
 };
 
-/// The defaults `gpufeed-bench memcpy` runs with.
-[[nodiscard]] memcpy_config default_memcpy_config();
-
 /// Registers the `memcpy` subcommand and its flags, which write into `config`.
 CLI::App* add_memcpy_command(CLI::App& app, memcpy_config& config);
 

@@ -1,11 +1,14 @@
 #pragma once
 // `gpufeed-bench overhead`: the loader's own cost, over a dataset whose reads write nothing.
 //
-// handoff_us is the consumer's cost of next() + release() for a batch that is already ready:
-// before each measured call the consumer waits (untimed) until every ring slot is ready, so
-// next() cannot block (a batch whose ring never fills is left out). Goal: under 10 us per batch.
-// The streaming phase (next() + release() back to back) gives the wall-clock time per batch, which
-// also includes the workers' per-sample cost.
+// handoff_us is the consumer's cost of next() + release() per batch in the steady state of a
+// loader that keeps up: the consumer holds each batch for a training step (--step-us, asleep, as
+// a thread that waits on a GPU is), and meanwhile the workers refill the ring, so next() finds
+// its batch ready and release() pays for whatever waking the workers need. Goal: under 10 us,
+// on the median over the repeats of each repeat's mean; p50, p99 and the maximum come with it.
+// Next to it: the best case (before each measured batch the consumer waits, untimed, until every
+// ring slot is ready, so that nothing else goes on), and the wall clock per batch of a consumer
+// that calls next() + release() back to back (the workers' per-sample cost included).
 
 #include <cstddef>
 #include <iosfwd>
@@ -20,14 +23,12 @@ class App;
 namespace gpufeed::bench {
 
 struct overhead_config {
-  common_options common;
+  common_options common{.batches = 5000};
   std::size_t sample_bytes = 4096;  ///< sizes the ring only: nothing is written
+  double step_us = 200;             ///< the steady state's training step per batch
   std::size_t repeats = 3;          ///< fresh loader each; the report gives medians
   std::size_t warmup = 200;         ///< untimed batches before each phase
 };
-
-/// The defaults `gpufeed-bench overhead` runs with.
-[[nodiscard]] overhead_config default_overhead_config();
 
 /// Registers the `overhead` subcommand and its flags, which write into `config`.
 CLI::App* add_overhead_command(CLI::App& app, overhead_config& config);

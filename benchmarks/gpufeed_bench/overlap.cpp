@@ -15,15 +15,13 @@
 #include "gpufeed/cuda/device.hpp"
 #include "gpufeed/cuda/stream.hpp"
 #include "gpufeed/datasets/synthetic.hpp"
-#include "gpufeed/detail/nvml.hpp"
 #include "gpufeed/loader.hpp"
+#include "gpufeed/observe/process.hpp"
 #include "loader_pass.hpp"
 #include "overlap_feed.hpp"
-#include "process_memory.hpp"
 #include "summary_stats.hpp"
 #include "synthetic_step.hpp"
 #include "table.hpp"
-#include "utilization_sampler.hpp"
 
 namespace gpufeed::bench {
 namespace {
@@ -37,8 +35,20 @@ std::size_t baseline_steps(overlap_config const& config) {
   return config.baseline_batches > 0 ? config.baseline_batches : config.common.batches;
 }
 
-feed_plan plan_for(overlap_config const& config, std::size_t steps, std::size_t queue_steps) {
+// The system monitor of the timed steps: NVML's utilization of the measured GPU (found by its PCI
+// bus id: CUDA and NVML number devices differently under CUDA_VISIBLE_DEVICES), every --sample-ms.
+gpufeed::monitor_options sampling_for(overlap_config const& config,
+                                      cuda_device_info const& device) {
+  return {.interval = std::chrono::milliseconds{config.sample_ms},
+          .history = std::size_t{1} << 20,
+          .gpu_pci_bus_id = device.pci_bus_id,
+          .low_utilization_window = std::chrono::milliseconds{0}};
+}
+
+feed_plan plan_for(overlap_config const& config, cuda_device_info const& device, std::size_t steps,
+                   std::size_t queue_steps) {
   feed_plan plan;
+  plan.sampling = sampling_for(config, device);
   plan.warmup = config.warmup;
   plan.warmup_s = nvml_window_s;
   // Each step lasts at least step_us and the host is at most queue_steps ahead: this many
@@ -53,7 +63,7 @@ feed_plan plan_for(overlap_config const& config, std::size_t steps, std::size_t 
 // Sized so that neither feed crosses an epoch end: each reads its samples in order from 0.
 std::shared_ptr<gpufeed::synthetic const> make_dataset(overlap_config const& config) {
   auto const& common = config.common;
-  std::size_t const warmup = plan_for(config, 0, config.queue_steps).max_warmup;
+  std::size_t const warmup = plan_for(config, {}, 0, config.queue_steps).max_warmup;
   std::size_t const loader_batches =
       3 * common.prefetch_depth + feed_only_batches + warmup + common.batches + 1;
   std::size_t const batches = std::max(loader_batches, warmup + baseline_steps(config));
@@ -86,7 +96,6 @@ bench_result to_result(std::string name, feed_run const& run) {
   result.bytes_per_s = static_cast<double>(run.bytes) / run.wall_s;
   result.details = {{"stall_fraction", ratio_or_zero(run.gpu.gaps_s, run.gpu.span_s)},
                     {"gpu_util", mean_util ? json(*mean_util) : json(nullptr)},
-                    {"gpu_busy_fraction", ratio_or_zero(run.gpu.busy_s, run.gpu.span_s)},
                     {"host_wait_fraction", ratio_or_zero(run.host_wait_s, run.wall_s)},
                     {"steps", steps},
                     {"wall_s", run.wall_s},
@@ -104,13 +113,12 @@ std::string percent_or_dash(json const& fraction) {
 }
 
 void print_summary(std::vector<bench_result> const& results, std::ostream& progress) {
-  text_table table{{"feed", "steps/s", "stall", "GPU busy", "GPU util (NVML)", "host wait",
-                    "step us (median)", "max gap us"}};
+  text_table table{{"feed", "steps/s", "stall", "GPU util (NVML)", "host wait", "step us (median)",
+                    "max gap us"}};
   for (auto const& r : results) {
     auto const& d = r.details;
     table.add_row({r.loader, format_rate(*r.batches_per_s), percent_or_dash(d["stall_fraction"]),
-                   percent_or_dash(d["gpu_busy_fraction"]), percent_or_dash(d["gpu_util"]),
-                   percent_or_dash(d["host_wait_fraction"]),
+                   percent_or_dash(d["gpu_util"]), percent_or_dash(d["host_wait_fraction"]),
                    format_fixed(d["step_us_median"].get<double>(), 1),
                    format_fixed(d["max_gap_us"].get<double>(), 1)});
   }
@@ -119,15 +127,6 @@ void print_summary(std::vector<bench_result> const& results, std::ostream& progr
 }
 
 }  // namespace
-
-overlap_config default_overlap_config() {
-  overlap_config config;
-  config.common.batch_size = 64;
-  config.common.workers = 8;
-  config.common.prefetch_depth = 4;
-  config.common.batches = 2000;
-  return config;
-}
 
 CLI::App* add_overlap_command(CLI::App& app, overlap_config& config) {
   CLI::App* command = app.add_subcommand(
@@ -141,57 +140,39 @@ CLI::App* add_overlap_command(CLI::App& app, overlap_config& config) {
       ->description("Loader worker threads (the usual loop reads on the calling thread alone)");
   command->get_option("--batches")
       ->description("Timed steps fed by the loader (one batch each), after the warm-up");
-  command
-      ->add_option("--step-us", config.step_us,
-                   "Duration of one training step: a kernel on every SM that reads the whole "
-                   "batch, then spins on clock64 (calibrated with CUDA events)")
-      ->type_name("US")
-      ->check(CLI::Range(50.0, 1e6))
-      ->capture_default_str();
-  command
-      ->add_option("--sample-cost-us", config.sample_cost_us,
-                   "Busy CPU time of each sample read, both feeds (gpufeed::synthetic "
-                   "cpu_cost; the read also writes the sample's bytes). The loader needs about "
-                   "batch-size x (cost + write) / workers per batch: set it below or above "
-                   "--step-us")
-      ->type_name("US")
-      ->check(CLI::Range(0.0, 1e6))
-      ->capture_default_str();
-  command->add_option("--sample-bytes", config.sample_bytes, "Bytes per sample (one uint8 field)")
-      ->type_name("BYTES")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30))
-      ->capture_default_str();
-  command
-      ->add_option("--baseline-batches", config.baseline_batches,
-                   "Timed steps of the two references, the usual loop (slow by design) and the "
-                   "step with no feed; 0: --batches")
-      ->type_name("N")
-      ->capture_default_str();
-  command
-      ->add_option("--warmup", config.warmup,
-                   "Untimed steps before each timed run (same loop, every feed); the warm-up "
-                   "also lasts at least 1 s, NVML's longest averaging period")
-      ->type_name("N")
-      ->capture_default_str();
-  command
-      ->add_option("--queue-steps", config.queue_steps,
-                   "Steps the loader-fed host may have queued ahead of the GPU, as a training "
-                   "loop that reads its loss; 1 adds a launch gap to every step")
-      ->type_name("N")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{64}))
-      ->capture_default_str();
-  command
-      ->add_option("--sample-ms", config.sample_ms,
-                   "Period of the NVML utilization sampling thread, in milliseconds")
-      ->type_name("MS")
-      ->check(CLI::Range(10U, 10'000U))
-      ->capture_default_str();
-  command
-      ->add_option("--device", config.device,
-                   "Index of the CUDA device to measure (as cudaSetDevice)")
-      ->type_name("N")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
+  add_value(*command, "--step-us", config.step_us,
+            "Duration of one training step: a kernel on every SM that reads the whole batch, then "
+            "spins on clock64 (calibrated with CUDA events)",
+            "US")
+      ->check(CLI::Range(50.0, 1e6));
+  add_value(*command, "--sample-cost-us", config.sample_cost_us,
+            "Busy CPU time of each sample read, both feeds (gpufeed::synthetic cpu_cost; the read "
+            "also writes the sample's bytes). The loader needs about batch-size x (cost + write) / "
+            "workers per batch: set it below or above --step-us",
+            "US")
+      ->check(CLI::Range(0.0, 1e6));
+  add_value(*command, "--sample-bytes", config.sample_bytes, "Bytes per sample (one uint8 field)",
+            "BYTES")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30));
+  add_value(*command, "--baseline-batches", config.baseline_batches,
+            "Timed steps of the two references, the usual loop (slow by design) and the step with "
+            "no feed; 0: --batches",
+            "N");
+  add_value(*command, "--warmup", config.warmup,
+            "Untimed steps before each timed run (same loop, every feed); the warm-up also lasts "
+            "at least 1 s, NVML's longest averaging period",
+            "N");
+  add_value(*command, "--queue-steps", config.queue_steps,
+            "Steps the loader-fed host may have queued ahead of the GPU, as a training loop that "
+            "reads its loss; 1 adds a launch gap to every step",
+            "N")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{64}));
+  add_value(*command, "--sample-ms", config.sample_ms,
+            "Period of the NVML utilization sampling thread, in milliseconds", "MS")
+      ->check(CLI::Range(10U, 10'000U));
+  add_value(*command, "--device", config.device,
+            "Index of the CUDA device to measure (as cudaSetDevice)", "N")
+      ->check(CLI::NonNegativeNumber);
   command->footer(
       "First the step with no feed (step_only): every step reads the same device buffer, the "
       "floor that the loop and its events leave between steps. Then the loader alone: " +
@@ -203,9 +184,9 @@ CLI::App* add_overlap_command(CLI::App& app, overlap_config& config) {
       "cudaMemcpy, the step kernel. The loader and the usual loop read the same synthetic "
       "dataset; every feed records CUDA events around every step. stall_fraction = idle time "
       "between consecutive steps / time from the "
-      "first step's start to the last step's end (GPU clock); gpu_busy_fraction = sum of the "
-      "steps' durations / the same span; gpu_util = mean of nvmlDeviceGetUtilizationRates "
-      "sampled every --sample-ms during the timed steps (null without NVML); "
+      "first step's start to the last step's end (GPU clock; the steps' busy share is 1 minus "
+      "it); gpu_util = the mean of NVML's utilization, which gpufeed::system_monitor samples "
+      "every --sample-ms during the timed steps (null without NVML); "
       "host_wait_fraction = host time getting batches / host wall time. Goals, when the loader "
       "alone is faster than a step: stall_fraction < 0.01, gpu_util >= 0.99. Exits with status "
       "1 when there is no CUDA device.");
@@ -217,9 +198,13 @@ report run_overlap(overlap_config const& config, std::ostream& progress) {
   auto const& common = config.common;
   auto const device = open_cuda_device(config.device);
   gpufeed::cuda::device_guard const guard{device.index};
-  gpufeed::detail::nvml const nvml;
-  auto const nvml_index = nvml_index_of(nvml, device);
-  utilization_sampler sampler{nvml, nvml_index, std::chrono::milliseconds{config.sample_ms}};
+  std::optional<unsigned> nvml_index;
+  std::string nvml_reason;
+  {
+    gpufeed::system_monitor const probe{sampling_for(config, device)};
+    nvml_index = probe.gpu_index();
+    nvml_reason = probe.gpu_unavailable_reason();
+  }
   synthetic_step const step{device, config.step_us};
   auto const data = make_dataset(config);
   progress << "overlap on " << device.name << " (" << device.pci_bus_id << "): step "
@@ -227,8 +212,8 @@ report run_overlap(overlap_config const& config, std::ostream& progress) {
            << format_fixed(step.cycles_per_us(), 1) << " per us), batch " << common.batch_size
            << " x " << format_bytes(config.sample_bytes) << ", " << config.sample_cost_us
            << " us CPU per sample, NVML "
-           << (nvml.available() ? "sampled every " + std::to_string(config.sample_ms) + " ms"
-                                : "unavailable: " + nvml.unavailable_reason())
+           << (nvml_index ? "sampled every " + std::to_string(config.sample_ms) + " ms"
+                          : "unavailable: " + nvml_reason)
            << '\n';
 
   gpufeed::cuda::cuda_stream const consumer;  // outlives the loader, which records on it
@@ -241,7 +226,7 @@ report run_overlap(overlap_config const& config, std::ostream& progress) {
   // The floor first: the same loop over data that is already there.
   auto const step_only_run =
       run_resident_feed(common.batch_size * config.sample_bytes, consumer, step,
-                        plan_for(config, baseline_steps(config), config.queue_steps), sampler);
+                        plan_for(config, device, baseline_steps(config), config.queue_steps));
   feed_run loader_run;
   double loader_batch_s = 0;
   std::size_t pinned = 0;
@@ -251,18 +236,16 @@ report run_overlap(overlap_config const& config, std::ostream& progress) {
     progress << "  loader alone: " << format_fixed(loader_batch_s * 1e6, 1)
              << " us per batch; gpufeed-fed steps: " << common.batches << '\n';
     loader_run = run_loader_feed(source, consumer, step,
-                                 plan_for(config, common.batches, config.queue_steps), sampler);
+                                 plan_for(config, device, common.batches, config.queue_steps));
     pinned = source.snapshot().pinned_bytes;
   }
   progress << "  usual loop (pageable + cudaMemcpy) steps: " << baseline_steps(config) << '\n';
   auto const baseline_run = run_pageable_feed(*data, common.batch_size, step,
-                                              plan_for(config, baseline_steps(config), 1), sampler);
+                                              plan_for(config, device, baseline_steps(config), 1));
 
   bench_result loader_result = to_result("gpufeed", loader_run);
   loader_result.pinned_bytes = pinned;
-  loader_result.peak_rss_bytes = peak_rss_bytes();
-  loader_result.details["consumer_wait_fraction"] =
-      ratio_or_zero(loader_run.consumer_wait_s, loader_run.wall_s);
+  loader_result.peak_rss_bytes = gpufeed::observe::peak_rss_bytes();
   loader_result.details["loader_batch_us"] = loader_batch_s * 1e6;
   bench_result baseline_result = to_result("pageable_memcpy", baseline_run);
   bench_result step_only_result = to_result("step_only", step_only_run);
@@ -278,9 +261,10 @@ report run_overlap(overlap_config const& config, std::ostream& progress) {
   bool const goals_apply = loader_batch_s * 1e6 < config.step_us;
   if (goals_apply) {
     rep.goals.push_back({"gpufeed stall_fraction", "<", goal_stall,
-                         loader_result.details["stall_fraction"].get<double>()});
+                         loader_result.details["stall_fraction"].get<double>(),
+                         statistic::one_run});
     if (auto const util = loader_run.utilization.mean_fraction()) {
-      rep.goals.push_back({"gpufeed gpu_util", ">=", goal_util, *util});
+      rep.goals.push_back({"gpufeed gpu_util", ">=", goal_util, *util, statistic::one_run});
     } else {
       progress << "gpu_util goal not checked: no NVML utilization samples\n";
     }
@@ -290,21 +274,14 @@ report run_overlap(overlap_config const& config, std::ostream& progress) {
              << config.step_us << " us step, so the data bounds the step by construction\n";
   }
 
-  rep.config = to_json(common);
-  rep.config["step_us"] = config.step_us;
-  rep.config["sample_cost_us"] = config.sample_cost_us;
-  rep.config["sample_bytes"] = config.sample_bytes;
-  rep.config["baseline_batches"] = baseline_steps(config);
-  rep.config["warmup"] = config.warmup;
-  rep.config["queue_steps"] = config.queue_steps;
-  rep.config["sample_ms"] = config.sample_ms;
+  rep.config = {{"baseline_batches", baseline_steps(config)}};  // what the run used
   rep.config["step_cycles"] = step.cycles();
   rep.config["cycles_per_us"] = step.cycles_per_us();
   rep.config["goals_apply"] = goals_apply;
   rep.config["device"] = to_json(device);
-  rep.config["nvml"] = {{"available", nvml.available()},
+  rep.config["nvml"] = {{"available", nvml_index.has_value()},
                         {"index", nvml_index ? json(*nvml_index) : json(nullptr)},
-                        {"reason", nvml.unavailable_reason()}};
+                        {"reason", nvml_reason}};
   return rep;
 }
 

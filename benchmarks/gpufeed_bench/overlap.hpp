@@ -20,7 +20,7 @@ class App;
 namespace gpufeed::bench {
 
 struct overlap_config {
-  common_options common;                     ///< --batches: timed steps fed by the loader
+  common_options common{.workers = 8};       ///< --batches: timed steps fed by the loader
   double step_us = 2000;                     ///< duration of one step's kernel
   double sample_cost_us = 100;               ///< busy CPU time per sample read (both feeds)
   std::size_t sample_bytes = 224 * 224 * 3;  ///< one uint8 image per sample
@@ -30,9 +30,6 @@ struct overlap_config {
   unsigned sample_ms = 100;                  ///< NVML sampling period
   int device = 0;
 };
-
-/// The defaults `gpufeed-bench overlap` runs with.
-[[nodiscard]] overlap_config default_overlap_config();
 
 /// Registers the `overlap` subcommand and its flags, which write into `config`.
 CLI::App* add_overlap_command(CLI::App& app, overlap_config& config);

@@ -8,7 +8,7 @@
 #include "bench_clock.hpp"
 #include "gpufeed/cuda/buffer.hpp"
 #include "gpufeed/cuda/error.hpp"
-#include "gpufeed/detail/slot_layout.hpp"
+#include "gpufeed/sample_layout.hpp"
 #include "loader_pass.hpp"
 
 namespace gpufeed::bench {
@@ -19,8 +19,8 @@ namespace {
 // `timeline`); `started()` runs once, just before the first timed step. Ends with `finish()`,
 // which must wait for the GPU. Returns the run without its feed-specific counts.
 template <class Body, class Started, class Finish>
-feed_run drive(feed_plan const& plan, step_timeline const& timeline, utilization_sampler& sampler,
-               Body&& body, Started&& started, Finish&& finish) {
+feed_run drive(feed_plan const& plan, step_timeline const& timeline, Body&& body, Started&& started,
+               Finish&& finish) {
   auto const began = bench_clock::now();
   std::size_t i = 0;
   for (; i < plan.max_warmup &&
@@ -30,26 +30,38 @@ feed_run drive(feed_plan const& plan, step_timeline const& timeline, utilization
   }
   std::size_t const first = i;
   started();
-  sampler.start();
+  gpufeed::system_monitor monitor{plan.sampling};  // its first sample is one interval in
   auto const start = bench_clock::now();
   for (; i < first + plan.steps; ++i) body(i, true);
   finish();
   feed_run run;
   run.wall_s = seconds_between(start, bench_clock::now());
-  run.utilization = sampler.stop();
+  monitor.stop();
+  for (auto const& sample : monitor.history()) {
+    if (sample.gpu_percent) {
+      run.utilization.percent.push_back(*sample.gpu_percent);
+    } else if (monitor.gpu_available()) {
+      ++run.utilization.failed;
+    }
+  }
   run.gpu = timeline.summarize(first, plan.steps);
   return run;
 }
 
 }  // namespace
 
+std::optional<double> utilization_samples::mean_fraction() const {
+  if (percent.empty()) return std::nullopt;
+  double sum = 0;
+  for (auto const value : percent) sum += value;
+  return sum / static_cast<double>(percent.size()) / 100.0;
+}
+
 feed_run run_loader_feed(gpufeed::loader& source, gpufeed::cuda::cuda_stream const& consumer,
-                         synthetic_step const& step, feed_plan const& plan,
-                         utilization_sampler& sampler) {
+                         synthetic_step const& step, feed_plan const& plan) {
   step_timeline const timeline{plan.max_warmup + plan.steps};
   double host_wait_s = 0;
   std::uint64_t samples = 0, bytes = 0;
-  gpufeed::stats before;
   auto body = [&](std::size_t i, bool timed) {
     // A training loop that reads its loss stays this close to the GPU. Without a bound the
     // host would run ahead until the ring is full and then sit in next() while the GPU is
@@ -69,18 +81,15 @@ feed_run run_loader_feed(gpufeed::loader& source, gpufeed::cuda::cuda_stream con
     batch.release();  // records on the consumer stream: the slot is refilled after the step
   };
   auto run = drive(
-      plan, timeline, sampler, body, [&] { before = source.snapshot(); },
-      [&] { consumer.synchronize(); });
+      plan, timeline, body, [] {}, [&] { consumer.synchronize(); });
   run.host_wait_s = host_wait_s;
   run.samples = samples;
   run.bytes = bytes;
-  run.consumer_wait_s = source.snapshot().consumer_wait_s - before.consumer_wait_s;
   return run;
 }
 
 feed_run run_resident_feed(std::size_t bytes, gpufeed::cuda::cuda_stream const& stream,
-                           synthetic_step const& step, feed_plan const& plan,
-                           utilization_sampler& sampler) {
+                           synthetic_step const& step, feed_plan const& plan) {
   gpufeed::cuda::device_buffer const device{bytes};
   GPUFEED_CUDA_TRY(cudaMemsetAsync(device.data(), 0x5a, bytes, stream.native()));
   step_timeline const timeline{plan.max_warmup + plan.steps};
@@ -93,18 +102,17 @@ feed_run run_resident_feed(std::size_t bytes, gpufeed::cuda::cuda_stream const& 
     if (timed) moved += bytes;
   };
   auto run = drive(
-      plan, timeline, sampler, body, [] {}, [&] { stream.synchronize(); });
+      plan, timeline, body, [] {}, [&] { stream.synchronize(); });
   run.bytes = moved;
   return run;
 }
 
 feed_run run_pageable_feed(gpufeed::dataset const& data, std::size_t batch_size,
-                           synthetic_step const& step, feed_plan const& plan,
-                           utilization_sampler& sampler) {
-  gpufeed::detail::slot_layout const layout{data.spec(), batch_size};
+                           synthetic_step const& step, feed_plan const& plan) {
+  gpufeed::sample_layout const layout{data.spec(), batch_size};
   std::size_t const bytes = layout.used_bytes(batch_size);
-  std::vector<std::byte> host(layout.slot_bytes());  // ordinary pageable memory
-  gpufeed::cuda::device_buffer const device{layout.slot_bytes()};
+  std::vector<std::byte> host(layout.bytes());  // ordinary pageable memory
+  gpufeed::cuda::device_buffer const device{layout.bytes()};
   // The legacy default stream, as in code that never names a stream: cudaMemcpy and the step
   // are ordered on it, so a copy waits for the previous step and the step for its copy.
   cudaStream_t const stream = cudaStreamLegacy;
@@ -115,8 +123,7 @@ feed_run run_pageable_feed(gpufeed::dataset const& data, std::size_t batch_size,
   auto body = [&](std::size_t i, bool timed) {
     auto const asked = bench_clock::now();
     for (std::size_t s = 0; s < batch_size; ++s, index = (index + 1) % data.size()) {
-      data.read(index, gpufeed::sample_view{layout, host.data(), s},
-                gpufeed::read_context{.index = index});
+      data.read(index, layout.view(host.data(), s), gpufeed::read_context{.index = index});
     }
     GPUFEED_CUDA_TRY(cudaMemcpy(device.data(), host.data(), bytes, cudaMemcpyHostToDevice));
     if (timed) host_wait_s += seconds_between(asked, bench_clock::now());
@@ -129,8 +136,7 @@ feed_run run_pageable_feed(gpufeed::dataset const& data, std::size_t batch_size,
     }
   };
   auto run = drive(
-      plan, timeline, sampler, body, [] {},
-      [&] { GPUFEED_CUDA_TRY(cudaStreamSynchronize(stream)); });
+      plan, timeline, body, [] {}, [&] { GPUFEED_CUDA_TRY(cudaStreamSynchronize(stream)); });
   run.host_wait_s = host_wait_s;
   run.samples = samples;
   run.bytes = moved;

@@ -37,7 +37,6 @@ step_summary step_timeline::summarize(std::size_t first, std::size_t count) cons
   summary.step_us.reserve(count);
   for (std::size_t i = first; i < first + count; ++i) {
     double const duration = seconds_between(begin_.at(i), end_.at(i));
-    summary.busy_s += duration;
     summary.step_us.push_back(duration * 1e6);
     if (i > first) {
       double const gap = seconds_between(end_.at(i - 1), begin_.at(i));

@@ -14,7 +14,6 @@ namespace gpufeed::bench {
 /// A run's steps as the GPU saw them. Times in seconds.
 struct step_summary {
   double span_s = 0;            ///< first step's start to last step's end
-  double busy_s = 0;            ///< sum of the steps' durations
   double gaps_s = 0;            ///< sum of the idle times between consecutive steps
   double max_gap_s = 0;         ///< the longest of them
   std::vector<double> step_us;  ///< each step's duration

@@ -11,15 +11,14 @@
 #include <optional>
 #include <ostream>
 #include <stdexcept>
-#include <thread>
 
 #include "bench_clock.hpp"
 #include "common_options.hpp"
 #include "compare_dataset.hpp"
 #include "gpufeed/loader.hpp"
+#include "gpufeed/observe/process.hpp"
 #include "loader_pass.hpp"
 #include "machine_info.hpp"
-#include "process_memory.hpp"
 #include "summary_stats.hpp"
 #include "sweep_svg.hpp"
 #include "table.hpp"
@@ -27,7 +26,8 @@
 namespace gpufeed::bench {
 namespace {
 
-// What one timed run of one row delivered.
+// What one timed run of one row delivered, and the loader's statistics around it (for an auto
+// row, `after` holds the settings the tuner ended on, its changes and the batch of its last).
 struct cell_run {
   double seconds = 0;
   double wait_s = 0;  // consumer time blocked in next(), epoch ends included
@@ -35,17 +35,8 @@ struct cell_run {
   std::uint64_t batches = 0;
   std::uint64_t samples = 0;
   std::uint64_t epoch_ends = 0;
-  double loader_consumer_wait_s = 0;  // the loader's own count of the same wait
-  double worker_read_s = 0;
-  double worker_slot_wait_s = 0;
-  std::size_t ring_host_bytes = 0;
-  std::size_t pinned_bytes = 0;
-  // What the autotuner chose (auto rows): the settings at the end of the run, its changes,
-  // and the batch (counted from the loader's first, warm-up included) of its last change.
-  unsigned tuned_workers = 0;
-  std::size_t tuned_depth = 0;
-  std::uint64_t tune_changes = 0;
-  std::uint64_t last_change_batch = 0;
+  gpufeed::stats before;
+  gpufeed::stats after;
 };
 
 // One row of the sweep: loader settings, measured as a unit. The grid's cells are rows with
@@ -73,19 +64,6 @@ gpufeed::loader_options row_options(sweep_config const& config, std::size_t batc
   return options;
 }
 
-// The synthetic training step: `sleep` leaves the core to the workers (a GPU step, where the
-// host thread mostly waits), `spin` keeps it busy (a CPU step).
-void run_step(std::chrono::nanoseconds length, bool spin) {
-  if (length.count() <= 0) return;
-  auto const until = bench_clock::now() + length;
-  if (spin) {
-    while (bench_clock::now() < until) {
-    }
-  } else {
-    std::this_thread::sleep_until(until);
-  }
-}
-
 // A fresh loader; `warmup` untimed batches, then batches until `run_ms` has passed (at least 2),
 // each taken with next(), held for the step, then released.
 cell_run measure_row(std::shared_ptr<gpufeed::dataset const> const& data,
@@ -99,13 +77,12 @@ cell_run measure_row(std::shared_ptr<gpufeed::dataset const> const& data,
 
   cell_run run;
   std::size_t warm = 0;
-  gpufeed::stats before{};
   bench_clock::time_point start{};
   bool timing = false;
   while (true) {
     if (!timing && warm >= config.warmup) {
       timing = true;
-      before = source.snapshot();
+      run.before = source.snapshot();
       start = bench_clock::now();
     }
     if (timing && run.batches >= 2 && bench_clock::now() - start >= run_length) break;
@@ -130,51 +107,36 @@ cell_run measure_row(std::shared_ptr<gpufeed::dataset const> const& data,
     ++run.batches;
   }
   run.seconds = seconds_between(start, bench_clock::now());
-  auto const after = source.snapshot();
-  run.loader_consumer_wait_s = after.consumer_wait_s - before.consumer_wait_s;
-  run.worker_read_s = after.read_s - before.read_s;
-  run.worker_slot_wait_s = after.slot_wait_s - before.slot_wait_s;
-  run.ring_host_bytes = after.host_bytes;
-  run.pinned_bytes = after.pinned_bytes;
-  run.tuned_workers = after.workers;
-  run.tuned_depth = after.ring_slots;
-  run.tune_changes = after.autotune_changes;
-  run.last_change_batch = after.autotune_last_change_batch;
+  run.after = source.snapshot();
   return run;
 }
 
+// One figure of each run.
 template <class F>
-std::vector<double> per_run(std::vector<cell_run> const& runs, F figure) {
-  std::vector<double> out;
-  out.reserve(runs.size());
+auto per_run(std::vector<cell_run> const& runs, F figure) {
+  std::vector<std::invoke_result_t<F, cell_run const&>> out;
   for (auto const& run : runs) out.push_back(figure(run));
   return out;
 }
 
 bench_result summarize(sweep_row const& row, std::size_t bytes_per_sample) {
   auto const& runs = row.runs;
+  auto const workers = static_cast<double>(std::max(1U, row.cell.workers));
+  auto const share = [&](double gpufeed::stats::*counter, double threads) {
+    return per_run(runs, [&](cell_run const& r) {
+      return ratio_or_zero(r.after.*counter - r.before.*counter, r.seconds * threads);
+    });
+  };
   auto const sps = per_run(runs, [](cell_run const& r) {
     return ratio_or_zero(static_cast<double>(r.samples), r.seconds);
   });
   auto const stall =
       per_run(runs, [](cell_run const& r) { return ratio_or_zero(r.wait_s, r.seconds); });
-  auto const loader_wait = per_run(
-      runs, [](cell_run const& r) { return ratio_or_zero(r.loader_consumer_wait_s, r.seconds); });
   auto const step_us = per_run(runs, [](cell_run const& r) {
     return 1e6 * ratio_or_zero(r.step_s, static_cast<double>(r.batches));
   });
-  auto const workers = static_cast<double>(std::max(1U, row.cell.workers));
-  auto const read_share = per_run(
-      runs, [&](cell_run const& r) { return ratio_or_zero(r.worker_read_s, r.seconds * workers); });
-  auto const slot_wait_share = per_run(runs, [&](cell_run const& r) {
-    return ratio_or_zero(r.worker_slot_wait_s, r.seconds * workers);
-  });
   std::uint64_t epoch_ends = 0;
-  json batches_runs = json::array();
-  for (auto const& run : runs) {
-    epoch_ends += run.epoch_ends;
-    batches_runs.push_back(run.batches);
-  }
+  for (auto const& run : runs) epoch_ends += run.epoch_ends;
 
   bench_result result;
   result.loader = "gpufeed";
@@ -183,7 +145,7 @@ bench_result summarize(sweep_row const& row, std::size_t bytes_per_sample) {
   result.samples_per_s = median_sps;
   result.batches_per_s = median_sps / static_cast<double>(row.cell.batch_size);
   result.bytes_per_s = median_sps * static_cast<double>(bytes_per_sample);
-  result.pinned_bytes = runs.empty() ? 0 : runs.back().pinned_bytes;
+  result.pinned_bytes = runs.empty() ? 0 : runs.back().after.pinned_bytes;
   result.skipped = 0;
   result.details = {
       {"stall_fraction", median(stall)},
@@ -191,38 +153,32 @@ bench_result summarize(sweep_row const& row, std::size_t bytes_per_sample) {
       {"samples_per_s_runs", sps},
       {"samples_per_s_min", sps.empty() ? 0.0 : *std::min_element(sps.begin(), sps.end())},
       {"samples_per_s_max", sps.empty() ? 0.0 : *std::max_element(sps.begin(), sps.end())},
-      {"consumer_wait_fraction", median(loader_wait)},
       // The median over the runs of each run's mean step (the key predates the median).
       {"step_us_mean", median(step_us)},
-      {"worker_read_fraction", median(read_share)},
-      {"worker_slot_wait_fraction", median(slot_wait_share)},
-      {"batches_runs", batches_runs},
+      {"worker_read_fraction", median(share(&gpufeed::stats::read_s, workers))},
+      {"worker_slot_wait_fraction", median(share(&gpufeed::stats::slot_wait_s, workers))},
+      {"batches_runs", per_run(runs, [](cell_run const& r) { return r.batches; })},
       {"epoch_ends_crossed", epoch_ends},
-      {"ring_host_bytes", runs.empty() ? 0 : runs.back().ring_host_bytes},
+      {"ring_host_bytes", runs.empty() ? 0 : runs.back().after.host_bytes},
       {"best", false},
       {"best_for_batch_size", false}};
   if (row.cell.chosen_by == "auto") {
-    json tuned_workers = json::array();
-    json tuned_depth = json::array();
-    json changes = json::array();
-    json last_change = json::array();
-    std::uint64_t latest = 0;
-    for (auto const& run : runs) {
-      tuned_workers.push_back(run.tuned_workers);
-      tuned_depth.push_back(run.tuned_depth);
-      changes.push_back(run.tune_changes);
-      last_change.push_back(run.last_change_batch);
-      latest = std::max(latest, run.last_change_batch);
-    }
-    result.details["autotune_workers_runs"] = tuned_workers;
-    result.details["autotune_depth_runs"] = tuned_depth;
-    result.details["autotune_changes_runs"] = changes;
-    result.details["autotune_last_change_batch_runs"] = last_change;
-    result.details["autotune_last_change_batch_max"] = latest;
-    result.details["autotune_note"] =
-        "workers = auto_workers, prefetch_depth = auto_depth from a fresh loader each run; the "
-        "cell's workers and depth are the last run's final choice; batches count from the "
-        "loader's first (warm-up included), and the timed span includes the tuning";
+    auto const last_change =
+        per_run(runs, [](cell_run const& r) { return r.after.autotune_last_change_batch; });
+    result.details.update(
+        {{"autotune_workers_runs",
+          per_run(runs, [](cell_run const& r) { return r.after.workers; })},
+         {"autotune_depth_runs",
+          per_run(runs, [](cell_run const& r) { return r.after.ring_slots; })},
+         {"autotune_changes_runs",
+          per_run(runs, [](cell_run const& r) { return r.after.autotune_changes; })},
+         {"autotune_last_change_batch_runs", last_change},
+         {"autotune_last_change_batch_max",
+          last_change.empty() ? 0 : *std::max_element(last_change.begin(), last_change.end())},
+         {"autotune_note",
+          "workers = auto_workers, prefetch_depth = auto_depth from a fresh loader each run; the "
+          "cell's workers and depth are the last run's final choice; batches count from the "
+          "loader's first (warm-up included), and the timed span includes the tuning"}});
   }
   return result;
 }
@@ -273,84 +229,55 @@ std::string step_text(sweep_config const& config) {
 
 }  // namespace
 
-sweep_config default_sweep_config() {
-  return sweep_config{};
-}
-
 CLI::App* add_sweep_command(CLI::App& app, sweep_config& config) {
   CLI::App* command = app.add_subcommand(
       "sweep",
       "The loader over a grid of workers x prefetch depth x batch size on one dataset, with an "
       "optional synthetic training step: samples/s, bytes/s and stall fraction of every cell, "
       "the best cell marked, a table, JSON and an SVG chart");
-  command
-      ->add_option("--workers", config.workers,
-                   "Worker thread counts of the grid, comma-separated (loader_options::workers)")
-      ->type_name("N,...")
+  add_value(*command, "--workers", config.workers,
+            "Worker thread counts of the grid, comma-separated (loader_options::workers)", "N,...")
       ->delimiter(',')
-      ->check(CLI::Range(1U, 1024U))
-      ->capture_default_str();
-  command
-      ->add_option("--depths", config.depths,
-                   "Prefetch depths of the grid, comma-separated: ring slots, leases included "
-                   "(loader_options::prefetch_depth)")
-      ->type_name("N,...")
+      ->check(CLI::Range(1U, 1024U));
+  add_value(*command, "--depths", config.depths,
+            "Prefetch depths of the grid, comma-separated: ring slots, leases included "
+            "(loader_options::prefetch_depth)",
+            "N,...")
       ->delimiter(',')
-      ->check(CLI::Range(std::size_t{1}, std::size_t{4096}))
-      ->capture_default_str();
-  command
-      ->add_option("--batch-sizes", config.batch_sizes,
-                   "Batch sizes of the grid in samples, comma-separated; one chart panel each")
-      ->type_name("N,...")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{4096}));
+  add_value(*command, "--batch-sizes", config.batch_sizes,
+            "Batch sizes of the grid in samples, comma-separated; one chart panel each", "N,...")
       ->delimiter(',')
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24))
-      ->capture_default_str();
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
   add_dataset_options(*command, config.input);
-  command
-      ->add_option("--step-us", config.step_us,
-                   "Synthetic training step per batch, in microseconds: the consumer holds each "
-                   "batch this long between next() and release() (0: release at once)")
-      ->type_name("US")
-      ->check(CLI::Range(0.0, 1e7))
-      ->capture_default_str();
-  command
-      ->add_option("--step-us-per-sample", config.step_us_per_sample,
-                   "Added to the step per sample of the batch, in microseconds, so that the step "
-                   "grows with the batch size as a real one does")
-      ->type_name("US")
-      ->check(CLI::Range(0.0, 1e6))
-      ->capture_default_str();
-  command
-      ->add_option("--step-mode", config.step_mode,
-                   "sleep: the consumer thread sleeps through the step (a GPU step; the core is "
-                   "free for workers); spin: it busy-waits (a CPU step competing for cores)")
-      ->type_name("MODE")
-      ->check(CLI::IsMember({"sleep", "spin"}))
-      ->capture_default_str();
-  command
-      ->add_option("--repeats", config.repeats,
-                   "Rounds over the whole grid (each cell once per round, a fresh loader per "
-                   "run); the report gives each cell's medians")
-      ->type_name("N")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1000}))
-      ->capture_default_str();
-  command
-      ->add_option("--warmup", config.warmup,
-                   "Untimed batches before each timed run (steps included)")
-      ->type_name("N")
-      ->capture_default_str();
-  command
-      ->add_option("--run-ms", config.run_ms,
-                   "Timed span of each run in milliseconds: batches are taken until it has "
-                   "passed (at least 2)")
-      ->type_name("MS")
-      ->check(CLI::Range(1.0, 1e7))
-      ->capture_default_str();
-  command
-      ->add_option("--json", config.json_path,
-                   "Also write the report as JSON to FILE (schema: docs/benchmarks/schema.json; "
-                   "default: none)")
-      ->type_name("FILE");
+  add_value(*command, "--step-us", config.step_us,
+            "Synthetic training step per batch, in microseconds: the consumer holds each batch "
+            "this long between next() and release() (0: release at once)",
+            "US")
+      ->check(CLI::Range(0.0, 1e7));
+  add_value(*command, "--step-us-per-sample", config.step_us_per_sample,
+            "Added to the step per sample of the batch, in microseconds, so that the step grows "
+            "with the batch size as a real one does",
+            "US")
+      ->check(CLI::Range(0.0, 1e6));
+  add_value(*command, "--step-mode", config.step_mode,
+            "sleep: the consumer thread sleeps through the step (a GPU step; the core is free for "
+            "workers); spin: it busy-waits (a CPU step competing for cores)",
+            "MODE")
+      ->check(CLI::IsMember({"sleep", "spin"}));
+  add_value(*command, "--repeats", config.repeats,
+            "Rounds over the whole grid (each cell once per round, a fresh loader per run); the "
+            "report gives each cell's medians",
+            "N")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1000}));
+  add_value(*command, "--warmup", config.warmup,
+            "Untimed batches before each timed run (steps included)", "N");
+  add_value(
+      *command, "--run-ms", config.run_ms,
+      "Timed span of each run in milliseconds: batches are taken until it has passed (at least 2)",
+      "MS")
+      ->check(CLI::Range(1.0, 1e7));
+  add_output_options(*command, config.json_path, config.verbose);
   command
       ->add_option("--svg", config.svg_path,
                    "Also draw the grid as an SVG chart to FILE: samples/s and stall fraction vs "
@@ -362,15 +289,11 @@ CLI::App* add_sweep_command(CLI::App& app, sweep_config& config) {
                     "loader each run, tuning inside the timed span) and report its samples/s, its "
                     "ratio to the best grid cell of that batch size, its final settings and the "
                     "batch of its last change");
-  command
-      ->add_option("--auto-max-workers", config.auto_max_workers,
-                   "With --auto: the most workers the autotuner may use (0: the library's "
-                   "default, the core count; more helps reads that wait, see --wait-us)")
-      ->type_name("N")
-      ->check(CLI::Range(0U, 1024U))
-      ->capture_default_str();
-  command->add_flag("--verbose,-v", config.verbose,
-                    "Keep the library's info-level log (default: warnings and errors only)");
+  add_value(*command, "--auto-max-workers", config.auto_max_workers,
+            "With --auto: the most workers the autotuner may use (0: the library's default, the "
+            "core count; more helps reads that wait, see --wait-us)",
+            "N")
+      ->check(CLI::Range(0U, 1024U));
   command->footer(
       "Each repeat runs every cell once (batch size, then depth, then workers), each on a fresh "
       "gpufeed::loader: --warmup untimed batches, then batches for --run-ms. The consumer takes "
@@ -422,20 +345,21 @@ report run_sweep(sweep_config const& config, std::ostream& progress) {
       auto const& run = row.runs.back();
       bool const tuned = row.cell.chosen_by == "auto";
       progress << "  repeat " << r + 1 << '/' << config.repeats << ": batch " << row.cell.batch_size
-               << (tuned ? " auto: depth " + std::to_string(run.tuned_depth) + " workers " +
-                               std::to_string(run.tuned_workers)
+               << (tuned ? " auto: depth " + std::to_string(run.after.ring_slots) + " workers " +
+                               std::to_string(run.after.workers)
                          : " depth " + std::to_string(row.cell.prefetch_depth) + " workers " +
                                std::to_string(row.cell.workers))
                << ": " << format_rate(ratio_or_zero(static_cast<double>(run.samples), run.seconds))
                << " samples, stall "
                << format_fixed(100.0 * ratio_or_zero(run.wait_s, run.seconds), 1) << " %";
       if (tuned) {
-        progress << ", " << run.tune_changes << " changes, last at batch " << run.last_change_batch;
+        progress << ", " << run.after.autotune_changes << " changes, last at batch "
+                 << run.after.autotune_last_change_batch;
       }
       progress << '\n';
       if (tuned) {  // the cell shows what the tuner chose (the last run's)
-        row.cell.workers = run.tuned_workers;
-        row.cell.prefetch_depth = run.tuned_depth;
+        row.cell.workers = run.after.workers;
+        row.cell.prefetch_depth = run.after.ring_slots;
       }
     }
   }
@@ -444,25 +368,11 @@ report run_sweep(sweep_config const& config, std::ostream& progress) {
   rep.command = "sweep";
   for (auto const& row : rows) rep.results.push_back(summarize(row, bytes_per_sample));
   mark_best(rep.results);
-  if (!rep.results.empty()) rep.results.front().peak_rss_bytes = peak_rss_bytes();
+  if (!rep.results.empty()) rep.results.front().peak_rss_bytes = gpufeed::observe::peak_rss_bytes();
 
-  rep.config = {{"workers", config.workers},
-                {"depths", config.depths},
-                {"batch_sizes", config.batch_sizes},
-                {"json", config.json_path},
-                {"svg", config.svg_path},
-                {"verbose", config.verbose},
-                {"auto", config.auto_rows},
-                {"auto_max_workers", config.auto_max_workers}};
-  add_dataset_config(rep.config, input);
-  rep.config["dataset_info"] = data.description;
-  rep.config["bytes_per_sample"] = bytes_per_sample;
-  rep.config["step_us"] = config.step_us;
-  rep.config["step_us_per_sample"] = config.step_us_per_sample;
-  rep.config["step_mode"] = config.step_mode;
-  rep.config["repeats"] = config.repeats;
-  rep.config["warmup"] = config.warmup;
-  rep.config["run_ms"] = config.run_ms;
+  rep.config = {{"chunk_window", effective_chunk_window(input)},  // 0 unless chunk-aware
+                {"dataset_info", data.description},
+                {"bytes_per_sample", bytes_per_sample}};
 
   if (!config.svg_path.empty()) {
     sweep_chart chart;

@@ -41,9 +41,6 @@ struct sweep_config {
   unsigned auto_max_workers = 0;
 };
 
-/// The defaults `gpufeed-bench sweep` runs with.
-[[nodiscard]] sweep_config default_sweep_config();
-
 /// Registers the `sweep` subcommand and its flags, which write into `config`.
 CLI::App* add_sweep_command(CLI::App& app, sweep_config& config);
 

@@ -48,14 +48,6 @@ std::string format_bandwidth(double bytes_per_second) {
   return format_fixed(bytes_per_second / 1e9, 2) + " GB/s";
 }
 
-std::string format_bytes(std::uint64_t bytes) {
-  auto const value = static_cast<double>(bytes);
-  if (bytes >= (std::uint64_t{1} << 30)) return format_fixed(value / (1U << 30), 2) + " GiB";
-  if (bytes >= (std::uint64_t{1} << 20)) return format_fixed(value / (1U << 20), 1) + " MiB";
-  if (bytes >= (std::uint64_t{1} << 10)) return format_fixed(value / (1U << 10), 1) + " KiB";
-  return std::to_string(bytes) + " B";
-}
-
 std::string or_dash(std::optional<std::string> const& text) {
   return text.value_or("-");
 }

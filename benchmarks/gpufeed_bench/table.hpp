@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "gpufeed/observe/progress.hpp"
 #include "json_report.hpp"
 
 namespace gpufeed::bench {
@@ -28,8 +29,8 @@ class text_table {
 [[nodiscard]] std::string format_rate(double per_second);
 /// Bytes per second in decimal gigabytes: "9.81 GB/s".
 [[nodiscard]] std::string format_bandwidth(double bytes_per_second);
-/// A byte count in binary units: "512.0 MiB".
-[[nodiscard]] std::string format_bytes(std::uint64_t bytes);
+/// A byte count in binary units: the library's "512.0 MiB" (gpufeed/observe/progress.hpp).
+using gpufeed::format_bytes;
 /// The text for an optional figure, "-" where it does not apply.
 [[nodiscard]] std::string or_dash(std::optional<std::string> const& text);
 

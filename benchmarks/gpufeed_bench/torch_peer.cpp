@@ -8,8 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "gpufeed/detail/slot_layout.hpp"
-#include "gpufeed/sample_view.hpp"
+#include "gpufeed/sample_layout.hpp"
 #include "gpufeed/torch/tensors.hpp"
 
 namespace gpufeed::bench {
@@ -46,14 +45,13 @@ class source_dataset : public torch::data::datasets::Dataset<source_dataset> {
     std::vector<torch::Tensor> fields;
     fields.reserve(spec.size());
     // One allocation for the sample; each field a typed view of its aligned region.
-    torch::Tensor raw =
-        torch::empty({static_cast<std::int64_t>(layout_.slot_bytes())}, torch::kUInt8);
+    torch::Tensor raw = torch::empty({static_cast<std::int64_t>(layout_.bytes())}, torch::kUInt8);
     auto* const base = reinterpret_cast<std::byte*>(raw.data_ptr<std::uint8_t>());
     gpufeed::read_context ctx;
     ctx.index = index;
     ctx.seed = index;
     ctx.worker = this_thread_worker(workers_);
-    data_->read(index, gpufeed::sample_view{layout_, base, 0}, ctx);
+    data_->read(index, layout_.view(base, 0), ctx);
     for (std::size_t f = 0; f < spec.size(); ++f) {
       auto const& field = spec[f];
       std::vector<std::int64_t> const shape(field.shape.begin(), field.shape.end());
@@ -73,7 +71,7 @@ class source_dataset : public torch::data::datasets::Dataset<source_dataset> {
 
  private:
   std::shared_ptr<gpufeed::dataset const> data_;
-  gpufeed::detail::slot_layout layout_;
+  gpufeed::sample_layout layout_;
   bool image_to_float_;
   unsigned workers_;
 };

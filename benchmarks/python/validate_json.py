@@ -119,6 +119,17 @@ def mutations(document):
     if document.get("schema_version", 1) >= 2:
         out.append(changed("v2 without command_line", lambda d: d.pop("command_line")))
         out.append(changed("v2 result without cell", lambda d: first(d).pop("cell")))
+    if document.get("schema_version", 1) >= 3:
+        goal = {"metric": "x", "comparison": "<", "target": 1, "value": 0, "met": True}
+        out.append(changed("v3 goal without statistic", lambda d: d.update(goals=[dict(goal)])))
+        out.append(changed("goal with an unknown statistic", lambda d: d.update(
+            goals=[dict(goal, statistic="ratio_of_medians")])))
+    if document.get("command") == "overhead":
+        gpufeed = lambda d: next(r for r in d["results"] if r["loader"] == "gpufeed")  # noqa: E731
+        out.append(changed("overhead steady p99 negative",
+                           lambda d: gpufeed(d)["details"]["steady"].update(p99_us=-1.0)))
+        out.append(changed("overhead best case without max_us",
+                           lambda d: gpufeed(d)["details"]["best_case"].pop("max_us")))
     if document.get("command") == "sweep":
         out.append(changed("sweep cell null", lambda d: first(d).update(cell=None)))
         out.append(changed("sweep config workers not a list", lambda d: d["config"].update(workers=2)))

@@ -3,9 +3,9 @@
 // loop spent waiting for them, and where the loader's own time went. Two implementations:
 // gpufeed_feed.hpp and libtorch_feed.hpp.
 
-#include <time.h>
 #include <torch/torch.h>
 #include <gpufeed/batch_plan.hpp>
+#include <gpufeed/observe/process.hpp>
 
 #include <algorithm>
 #include <array>
@@ -54,14 +54,9 @@ struct micro_batch {
   gpufeed::step_info step{};
 };
 
-/// CPU time the calling thread has run, in seconds (a system call: about half a microsecond).
-/// The stage times below are CPU times, so that a worker that waits for a core (two workers and
-/// the training step share two cores) is not charged for the wait.
-[[nodiscard]] inline double thread_cpu_seconds() noexcept {
-  timespec now{};
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) != 0) return 0.0;
-  return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
-}
+/// The stage times below are CPU times of the calling thread, so that a worker that waits for a
+/// core (two workers and the training step share two cores) is not charged for the wait.
+using gpufeed::observe::thread_cpu_seconds;
 
 /// Where a feed's time went: CPU seconds summed over the threads that spent it, since the feed
 /// was made. Stages a feed does not have stay 0.

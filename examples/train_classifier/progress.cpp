@@ -1,7 +1,7 @@
 #include "progress.hpp"
 
 #include <unistd.h>
-#include <gpufeed/progress.hpp>
+#include <gpufeed/observe/progress.hpp>
 
 #include <array>
 #include <cstdio>

@@ -2,7 +2,7 @@
 // The live progress line of a training run: redrawn in place on a terminal, a plain line every
 // few seconds elsewhere (a log, a pipe, ctest).
 
-#include <gpufeed/monitor.hpp>
+#include <gpufeed/observe/monitor.hpp>
 
 #include <chrono>
 #include <cstddef>

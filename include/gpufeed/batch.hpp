@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "gpufeed/batch_plan.hpp"
+#include "gpufeed/stream_view.hpp"
 #include "gpufeed/tensor_view.hpp"
 
 namespace gpufeed {
@@ -36,6 +37,13 @@ class batch {
 
   /// @brief Gives the slot back now. The batch is empty afterwards. Never throws.
   void release() noexcept;
+  /// @brief Declares that work on `stream` reads this batch (CUDA path), beyond the stream it
+  /// was handed to by next(): `stream` waits for the batch's copy (asynchronously: the host
+  /// does not block), and the slot is reused only after the work queued on `stream` before the
+  /// release, as for the stream given to next(). Call it before queueing that work. On the host
+  /// path it does nothing.
+  /// @throws logic_error on an empty batch; cuda_error if CUDA refuses the wait.
+  void use_on(stream_view stream);
   /// @brief Whether this object holds a lease.
   [[nodiscard]] explicit operator bool() const noexcept { return slot_ != nullptr; }
 

@@ -6,8 +6,13 @@
 /// `last_batch == keep`. With `accumulation_steps = K`, batches 0..K-1 form step 0, K..2K-1 step
 /// 1, and so on; a step never straddles an epoch. A last step of fewer than K micro-batches is
 /// kept (and `step_info::micros_in_step < K` says so) or dropped, per `last_step`.
+///
+/// A plan may also be made from the sizes of its batches (a caller's batch sampler decides
+/// them): each batch then has its own size, at most the loader's `batch_size`.
 
 #include <cstddef>
+#include <span>
+#include <vector>
 
 #include "gpufeed/options.hpp"
 
@@ -31,12 +36,19 @@ struct batch_span {
   friend bool operator==(batch_span const&, batch_span const&) = default;
 };
 
-/// @brief The batches and steps of one epoch of one rank. Pure arithmetic, no storage.
+/// @brief The batches and steps of one epoch of one rank. Pure arithmetic, no storage, unless
+/// it is made from explicit batch sizes (then one offset per batch).
 class batch_plan {
  public:
   /// @throws logic_error if batch_size or accumulation_steps is 0.
   batch_plan(std::size_t shard_size, std::size_t batch_size, std::size_t accumulation_steps,
              tail_policy last_batch, tail_policy last_step);
+  /// @brief Batches of the given sizes, in order, over `sum(batch_sizes)` shard positions.
+  /// `batch_size` is the largest a batch may be (a step is short when it has fewer than
+  /// accumulation_steps x batch_size samples).
+  /// @throws logic_error if a size is 0 or above batch_size, or accumulation_steps is 0.
+  batch_plan(std::span<std::size_t const> batch_sizes, std::size_t batch_size,
+             std::size_t accumulation_steps, tail_policy last_step);
 
   /// @brief Batches delivered per epoch.
   [[nodiscard]] std::size_t batches() const noexcept { return batches_; }
@@ -50,11 +62,15 @@ class batch_plan {
   [[nodiscard]] step_info step(std::size_t sequence) const noexcept;
 
  private:
+  /// The first shard position of batch `sequence` (sequence <= batches()).
+  [[nodiscard]] std::size_t offset(std::size_t sequence) const noexcept;
+
   std::size_t shard_size_;
   std::size_t batch_size_;
   std::size_t accumulation_;
   std::size_t batches_ = 0;
   std::size_t steps_ = 0;
+  std::vector<std::size_t> offsets_;  // explicit sizes only: batches_ + 1 prefix sums
 };
 
 }  // namespace gpufeed

@@ -1,6 +1,7 @@
 #pragma once
 /// @file
-/// @brief Everything in gpufeed's core: include this one header.
+/// @brief Everything in gpufeed's core (CMake target `gpufeed::gpufeed`): include this one header.
+/// The system monitor and the progress line are `gpufeed/observe.hpp` (target `gpufeed::observe`).
 
 #include "gpufeed/batch.hpp"
 #include "gpufeed/batch_plan.hpp"
@@ -9,12 +10,12 @@
 #include "gpufeed/datasets/synthetic.hpp"
 #include "gpufeed/diagnosis.hpp"
 #include "gpufeed/dtype.hpp"
+#include "gpufeed/epoch_order.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/loader.hpp"
 #include "gpufeed/log.hpp"
-#include "gpufeed/monitor.hpp"
 #include "gpufeed/options.hpp"
-#include "gpufeed/progress.hpp"
+#include "gpufeed/sample_layout.hpp"
 #include "gpufeed/sample_spec.hpp"
 #include "gpufeed/sample_view.hpp"
 #include "gpufeed/sampler.hpp"

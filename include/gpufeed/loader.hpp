@@ -18,6 +18,7 @@
 /// Threading: one consumer thread calls next() / set_epoch() / restore(); snapshot() and the
 /// const queries may be called from any thread.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -31,6 +32,7 @@
 #include "gpufeed/batch.hpp"
 #include "gpufeed/dataset.hpp"
 #include "gpufeed/detail/epoch_iterator.hpp"
+#include "gpufeed/epoch_order.hpp"
 #include "gpufeed/options.hpp"
 #include "gpufeed/stats.hpp"
 
@@ -57,6 +59,17 @@ struct loader_state {
   friend bool operator==(loader_state const&, loader_state const&) = default;
 };
 
+/// @brief What `loader::try_next_for` found.
+struct next_result {
+  enum class status : std::uint8_t {
+    ready,         ///< `value` holds the next batch
+    end_of_epoch,  ///< the epoch is over (as next() returning nullopt)
+    pending,       ///< the batch was not ready within the wait; nothing was consumed
+  };
+  status what = status::pending;
+  std::optional<batch> value;
+};
+
 /// @brief Delivers batches of a dataset in plan order, prepared ahead by worker threads.
 class loader {
  public:
@@ -78,6 +91,12 @@ class loader {
   /// loader is already there, or has just delivered the last batch of `epoch - 1`; otherwise
   /// batches being prepared are discarded (live batches stay valid).
   void set_epoch(std::uint64_t epoch);
+  /// @brief With `loader_options::order = sample_order::given`: gives `epoch`'s order and
+  /// positions the loader at its start. Batches prepared from an earlier order of the same epoch
+  /// are discarded. Copies nothing but the order; O(order size) to check it.
+  /// @throws logic_error when the loader's order is builtin, an index is not below the
+  /// dataset's size (naming its position), or the batch sizes do not fit (see epoch_order).
+  void set_epoch(std::uint64_t epoch, epoch_order order);
   /// @brief The epoch the next batch belongs to.
   [[nodiscard]] std::uint64_t epoch() const;
 
@@ -96,12 +115,22 @@ class loader {
   /// @brief As `next()`, on the CUDA path with `consumer` as the stream the batch is used on
   /// (it overrides `loader_options::consumer_stream` for this batch).
   [[nodiscard]] std::optional<batch> next(stream_view consumer);
+  /// @brief As `next()`, but blocks the host for at most `max_wait` (0: not at all): when the
+  /// batch is not ready by then it returns `status::pending` and consumes nothing, so that a
+  /// caller can check for an interrupt and call again. `loader_options::timeout` and the stall
+  /// warnings count from the first call of such a series, not from each call.
+  /// @throws as next() does.
+  [[nodiscard]] next_result try_next_for(std::chrono::milliseconds max_wait);
+  /// @brief As `try_next_for(max_wait)`, with `consumer` as next(stream_view) takes it.
+  [[nodiscard]] next_result try_next_for(std::chrono::milliseconds max_wait, stream_view consumer);
 
-  /// @brief Batches per epoch for this rank.
+  /// @brief Batches per epoch for this rank (with a given order: of the current epoch's order,
+  /// 0 before one is given).
   [[nodiscard]] std::size_t batches_per_epoch() const noexcept;
-  /// @brief Optimizer steps per epoch for this rank.
+  /// @brief Optimizer steps per epoch for this rank (as batches_per_epoch for a given order).
   [[nodiscard]] std::size_t steps_per_epoch() const noexcept;
-  /// @brief Samples per epoch for this rank (before skips).
+  /// @brief Samples per epoch for this rank, before skips (as batches_per_epoch for a given
+  /// order).
   [[nodiscard]] std::size_t samples_per_epoch() const noexcept;
   /// @brief Bytes of one full batch.
   [[nodiscard]] std::size_t batch_bytes() const noexcept;

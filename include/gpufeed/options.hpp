@@ -38,6 +38,12 @@ enum class error_policy : std::uint8_t {
   skip,   ///< leave the sample out of its batch, count it and list its index, go on
 };
 
+/// @brief Where each epoch's sample order comes from.
+enum class sample_order : std::uint8_t {
+  builtin,  ///< the seeded permutation of (seed, epoch, rank, world_size), or the identity
+  given,    ///< the caller gives each epoch's indices: `loader::set_epoch(epoch, epoch_order)`
+};
+
 /// @brief Where batches are delivered.
 enum class placement : std::uint8_t {
   host,  ///< host memory; no CUDA is used (also what runs where there is no GPU)
@@ -102,6 +108,11 @@ struct loader_options {
   bool shuffle = false;
   /// The shuffle's and the augmentations' seed.
   std::uint64_t seed = 0;
+  /// Where the order comes from. With `sample_order::given` the caller gives each epoch's
+  /// indices (a sampler or batch sampler of its own) with `loader::set_epoch(epoch, order)`;
+  /// `shuffle`, `chunk_window`, `rank` and `world_size` then do not shape the order (the indices
+  /// are this rank's already), and workers do not run ahead into an epoch before it is given.
+  sample_order order = sample_order::builtin;
   /// Chunk-aware shuffle: when shuffling a dataset that reports storage chunks
   /// (`dataset::storage_chunk() > 1`), shuffle the chunks, then draw samples at random from a
   /// window of this many chunks at a time (FFCV's quasi-random order), so that each chunk is
@@ -122,6 +133,13 @@ struct loader_options {
   std::optional<unsigned> rank{};
   /// Number of ranks; default: the WORLD_SIZE environment variable (torchrun), else 1.
   std::optional<unsigned> world_size{};
+  /// Held batches: when every slot is leased to a live batch (the consumer keeps batches past the
+  /// next step, e.g. a list of losses that keeps each step's graph and inputs), next() adds a
+  /// slot, with one warning, instead of failing, as long as the ring's memory stays within this
+  /// many bytes (and 4096 slots); past it next() throws `logic_error`. Default: a quarter of the
+  /// physical memory (on the CUDA path with pinned staging, no more than `pinned_budget`);
+  /// 0: the ring never grows.
+  std::optional<std::size_t> held_batches_budget{};
   /// At most this many skipped indices are kept in `stats` (the count is always exact).
   std::size_t max_listed_skips = 10'000;
   /// Stage spans to keep for `loader::write_trace` (the last ones: reads, waits for a free

@@ -30,9 +30,13 @@ struct field {
   std::vector<std::int64_t> shape;
 
   /// @brief Elements in one sample of this field (1 for a scalar).
-  [[nodiscard]] std::size_t elements() const noexcept;
-  /// @brief Bytes in one sample of this field.
-  [[nodiscard]] std::size_t bytes() const noexcept { return elements() * size_of(type); }
+  /// @throws logic_error naming the field and its shape when a dimension is negative or the
+  /// product of the dimensions does not fit in std::size_t (never a wrapped count). Fields of a
+  /// `sample_spec` were checked when added, so for them it never throws.
+  [[nodiscard]] std::size_t elements() const;
+  /// @brief Bytes in one sample of this field. @throws logic_error as `elements()` does, and
+  /// when elements x the dtype's size does not fit in std::size_t.
+  [[nodiscard]] std::size_t bytes() const;
   friend bool operator==(field const&, field const&) = default;
 };
 
@@ -40,7 +44,8 @@ struct field {
 class sample_spec {
  public:
   sample_spec() = default;
-  /// @throws logic_error on an empty or repeated name, a dimension below 1, or too many dims.
+  /// @throws logic_error on an empty or repeated name, a dimension below 1, too many dims, or a
+  /// size that does not fit in std::size_t (a field's elements or bytes, or the sample's bytes).
   explicit sample_spec(std::vector<field> fields);
 
   /// @brief Appends a field. @throws logic_error as the constructor does.
@@ -53,16 +58,18 @@ class sample_spec {
   [[nodiscard]] std::span<field const> fields() const noexcept { return fields_; }
   /// @brief The position of the field called `name`, if there is one.
   [[nodiscard]] std::optional<std::size_t> find(std::string_view name) const noexcept;
-  /// @brief Bytes of one whole sample (all fields).
-  [[nodiscard]] std::size_t bytes_per_sample() const noexcept;
+  /// @brief Bytes of one whole sample (all fields); checked when each field was added.
+  [[nodiscard]] std::size_t bytes_per_sample() const noexcept { return bytes_; }
   /// @brief A readable form, e.g. `image:uint8[224,224,3] label:int64[]`.
   [[nodiscard]] std::string to_string() const;
 
   friend bool operator==(sample_spec const&, sample_spec const&) = default;
 
  private:
-  static void validate(field const& f, std::span<field const> before);
+  // Checks `f` against the fields before it; returns the sample's bytes with `f` added.
+  [[nodiscard]] std::size_t validate(field const& f) const;
   std::vector<field> fields_;
+  std::size_t bytes_ = 0;  // the sum of the fields' bytes
 };
 
 }  // namespace gpufeed

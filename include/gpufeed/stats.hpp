@@ -57,9 +57,13 @@ struct stats {
   unsigned workers = 0;          ///< workers taking work (the active count when workers = auto)
 
   // Autotuning (loader_options::workers = auto_workers and/or prefetch_depth = auto_depth).
-  bool autotuned = false;              ///< true when the loader chooses workers and/or the depth
-  unsigned worker_threads = 0;         ///< threads started (workers is how many of them take work)
-  std::size_t ring_capacity = 0;       ///< slots allocated (ring_slots is how many are in use)
+  bool autotuned = false;         ///< true when the loader chooses workers and/or the depth
+  unsigned worker_threads = 0;    ///< threads started (workers is how many of them take work)
+  std::size_t ring_capacity = 0;  ///< slots allocated (ring_slots is how many are in use)
+  /// Slots added because every slot was leased to a live batch (held batches), included in
+  /// ring_capacity; ring_max_slots is the most the ring may grow to.
+  std::size_t ring_grown = 0;
+  std::size_t ring_max_slots = 0;      ///< loader_options::held_batches_budget, in slots
   std::uint64_t autotune_changes = 0;  ///< changes the autotuner made (each one is logged)
   /// Batches delivered when the autotuner made its last change (0: none yet).
   std::uint64_t autotune_last_change_batch = 0;

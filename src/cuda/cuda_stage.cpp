@@ -4,9 +4,11 @@
 #include <cuda_runtime_api.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,40 +45,28 @@ int checked_device(loader_options const& o) {
   return device;
 }
 
-// Refuses a ring that would pin more than the budget, before anything is allocated.
-void check_budget(std::size_t slots, std::size_t slot_bytes, loader_options const& o) {
-  auto const limit = pinned_budget(o);
-  if (!limit) {
-    return;  // pageable staging: nothing is pinned
-  }
-  auto const budget = *limit;
-  auto const need = slots * slot_bytes;
-  if (budget > 0 && need > budget) {
-    throw out_of_memory{
-        "gpufeed: the ring needs prefetch_depth " + std::to_string(slots) + " x " +
-        mib_text(slot_bytes) + " per batch = " + mib_text(need) +
-        " of pinned memory, over the budget of " + mib_text(budget) +
-        (o.pinned_budget ? " (loader_options::pinned_budget)" : " (half the physical memory)") +
-        "; lower prefetch_depth or batch_size, raise loader_options::pinned_budget, or set "
-        "staging = staging_memory::pageable"};
-  }
-}
-
 class cuda_stage final : public device_stage {
  public:
   // Expects `device` to be current (make_cuda_stage holds a guard around the construction).
-  cuda_stage(int device, slot_layout const& host, std::size_t slots, loader_options const& o)
-      : device_{device}, host_{host}, layout_{host, o.transforms}, staging_{o.staging} {
-    check_budget(slots, host.slot_bytes(), o);
+  cuda_stage(int device, slot_layout const& host, std::size_t slots, std::size_t max_slots,
+             loader_options const& o)
+      : device_{device},
+        host_{host},
+        layout_{host, o.transforms},
+        staging_{o.staging},
+        budget_{pinned_budget(o)},
+        budget_named_{o.pinned_budget.has_value()},
+        capacity_{std::max(slots, max_slots)},
+        parts_{std::make_unique<std::unique_ptr<slot_part>[]>(capacity_)} {
+    check_budget(slots, host.slot_bytes());
     cudaDeviceProp properties{};
     GPUFEED_CUDA_TRY(cudaGetDeviceProperties(&properties, device_));
     max_blocks_ = static_cast<unsigned>(properties.multiProcessorCount) * 8;
     upload_transform_constants();
-    parts_.reserve(slots);
     for (std::size_t i = 0; i < slots; ++i) {
-      parts_.push_back(
-          std::make_unique<slot_part>(host.slot_bytes(), layout_.slot_bytes(), staging_));
+      parts_[i] = std::make_unique<slot_part>(host.slot_bytes(), layout_.slot_bytes(), staging_);
     }
+    count_.store(slots, std::memory_order_release);
     logger()->info(
         "CUDA path on device {} ({}): {} slots x ({} {} host + {} device) = {} {} and {} "
         "device, one copy stream{}",
@@ -94,11 +84,17 @@ class cuda_stage final : public device_stage {
     try {
       cuda::device_guard const guard{device_};
       GPUFEED_CUDA_LOG(cudaStreamSynchronize(copy_.native()));
-      for (auto const& p : parts_) {
-        GPUFEED_CUDA_LOG(cudaEventSynchronize(p->released.native()));
+      auto const count = count_.load(std::memory_order_acquire);
+      for (std::size_t i = 0; i < count; ++i) {
+        auto const& p = *parts_[i];
+        for (std::size_t r = 0; r < p.recorded; ++r) {
+          GPUFEED_CUDA_LOG(cudaEventSynchronize(p.releases[r].native()));
+        }
       }
       // Freed here, while the guard holds the stage's device, not by the members' destructors.
-      parts_.clear();
+      for (std::size_t i = 0; i < count; ++i) {
+        parts_[i].reset();
+      }
       constants_ = cuda::device_buffer{};
     } catch (std::exception const& e) {
       try {
@@ -110,6 +106,17 @@ class cuda_stage final : public device_stage {
 
   cuda_stage(cuda_stage const&) = delete;
   cuda_stage& operator=(cuda_stage const&) = delete;
+
+  std::size_t add_slot() override {
+    auto const id = count_.load(std::memory_order_relaxed);  // only the consumer adds slots
+    GPUFEED_EXPECTS(id < capacity_, "the CUDA stage has room for " + std::to_string(capacity_) +
+                                        " slots; the ring cannot grow further");
+    check_budget(id + 1, host_.slot_bytes());
+    cuda::device_guard const guard{device_};
+    parts_[id] = std::make_unique<slot_part>(host_.slot_bytes(), layout_.slot_bytes(), staging_);
+    count_.store(id + 1, std::memory_order_release);
+    return id;
+  }
 
   std::byte* host_memory(std::size_t id) const noexcept override { return parts_[id]->host; }
   std::byte* device_memory(std::size_t id) const noexcept override {
@@ -157,8 +164,10 @@ class cuda_stage final : public device_stage {
     {
       nvtx_range const range{"gpufeed: H2D"};
       // The device half may still be read by the consumer's work on the previous batch in
-      // this slot: wait for its release (a no-op for a slot never released).
-      GPUFEED_CUDA_TRY(cudaStreamWaitEvent(copy_.native(), p.released.native(), 0));
+      // this slot: wait for its release on every stream that used it (none for a new slot).
+      for (std::size_t r = 0; r < p.recorded; ++r) {
+        GPUFEED_CUDA_TRY(cudaStreamWaitEvent(copy_.native(), p.releases[r].native(), 0));
+      }
       p.start.record(copy_.native());
       GPUFEED_CUDA_TRY(
           cudaMemcpyAsync(p.device.data(), p.host, bytes, cudaMemcpyHostToDevice, copy_.native()));
@@ -181,37 +190,53 @@ class cuda_stage final : public device_stage {
     auto& p = *parts_[id];
     cuda::device_guard const guard{device_};
     GPUFEED_CUDA_TRY(cudaStreamWaitEvent(consumer.native(), p.done.native(), 0));
-    p.consumer = consumer.native();
+    p.users.assign(1, consumer.native());
+  }
+
+  void use_on(std::size_t id, stream_view stream) override {
+    auto& p = *parts_[id];
+    if (std::find(p.users.begin(), p.users.end(), stream.native()) != p.users.end()) {
+      return;  // already ordered after the copy, and its release will be recorded
+    }
+    cuda::device_guard const guard{device_};
+    GPUFEED_CUDA_TRY(cudaStreamWaitEvent(stream.native(), p.done.native(), 0));
+    p.users.push_back(stream.native());
   }
 
   void release(std::size_t id) noexcept override {
     auto& p = *parts_[id];
-    // Null when the batch never reached a stream (its hand-off failed): nothing to wait for.
-    auto const consumer = std::exchange(p.consumer, nullptr);
-    if (consumer == nullptr) {
-      return;
-    }
-    try {
-      cuda::device_guard const guard{device_};
-      p.released.record(consumer);
-      return;
-    } catch (std::exception const& e) {
+    // Empty when the batch never reached a stream (its hand-off failed): nothing to wait for.
+    std::size_t recorded = 0;
+    for (auto* stream : p.users) {
       try {
-        logger()->error(
-            "gpufeed: could not record a batch's release on its stream ({}); waiting for the "
-            "stream instead, so that the slot is not overwritten while in use",
-            e.what());
-      } catch (...) {
+        cuda::device_guard const guard{device_};
+        if (p.releases.size() == recorded) {
+          p.releases.emplace_back();  // the first lease used on this many streams
+        }
+        p.releases[recorded].record(stream);
+        ++recorded;
+        continue;
+      } catch (std::exception const& e) {
+        try {
+          logger()->error(
+              "gpufeed: could not record a batch's release on its stream ({}); waiting for the "
+              "stream instead, so that the slot is not overwritten while in use",
+              e.what());
+        } catch (...) {
+        }
       }
+      GPUFEED_CUDA_LOG(cudaStreamSynchronize(stream));
     }
-    GPUFEED_CUDA_LOG(cudaStreamSynchronize(consumer));
+    p.recorded = recorded;
+    p.users.clear();
   }
 
   void add_to(stats& out) const override {
     out.staging = staging_ == staging_memory::pinned ? "pinned" : "pageable";
     out.device = device_;
-    out.pinned_bytes = staging_ == staging_memory::pinned ? parts_.size() * host_.slot_bytes() : 0;
-    out.device_bytes = parts_.size() * layout_.slot_bytes() + constants_.size();
+    auto const count = count_.load(std::memory_order_acquire);
+    out.pinned_bytes = staging_ == staging_memory::pinned ? count * host_.slot_bytes() : 0;
+    out.device_bytes = count * layout_.slot_bytes() + constants_.size();
     out.copies = copies_.load(std::memory_order_relaxed);
     out.h2d_bytes = h2d_bytes_.load(std::memory_order_relaxed);
     out.timed_copies = timed_copies_.load(std::memory_order_relaxed);
@@ -245,11 +270,33 @@ class cuda_stage final : public device_stage {
     cuda::cuda_event start{cuda::cuda_event::kind::timing};
     cuda::cuda_event copied{cuda::cuda_event::kind::timing};
     cuda::cuda_event done{cuda::cuda_event::kind::timing};  // after the transforms
-    cuda::cuda_event released{};  // the consumer's last use of the device half
     std::atomic<bool> copy_pending{false};
     std::mutex timing_mutex;
-    cudaStream_t consumer = nullptr;  // the stream of the current lease, null when none
+    // The streams of the current lease (the one next() handed it to, then any use_on added),
+    // and the events recorded on them at its release: the next copy waits for the first
+    // `recorded`. Events are made on first need and kept, so a steady state allocates nothing.
+    std::vector<cudaStream_t> users;
+    std::vector<cuda::cuda_event> releases;
+    std::size_t recorded = 0;
   };
+
+  // Refuses `slots` slots when they would pin more than the budget, before anything is
+  // allocated.
+  void check_budget(std::size_t slots, std::size_t slot_bytes) const {
+    if (!budget_) {
+      return;  // pageable staging: nothing is pinned
+    }
+    auto const need = slots * slot_bytes;
+    if (*budget_ > 0 && need > *budget_) {
+      throw out_of_memory{
+          "gpufeed: the ring needs " + std::to_string(slots) + " slots x " + mib_text(slot_bytes) +
+          " per batch = " + mib_text(need) + " of pinned memory, over the budget of " +
+          mib_text(*budget_) +
+          (budget_named_ ? " (loader_options::pinned_budget)" : " (half the physical memory)") +
+          "; lower prefetch_depth or batch_size, hold fewer batches at once, raise "
+          "loader_options::pinned_budget, or set staging = staging_memory::pageable"};
+    }
+  }
 
   void upload_transform_constants() {
     std::vector<float> values;
@@ -301,10 +348,16 @@ class cuda_stage final : public device_stage {
   slot_layout const& host_;
   device_layout layout_;
   staging_memory staging_;
+  std::optional<std::size_t> budget_;  // pinned bytes allowed; empty for pageable staging
+  bool budget_named_;                  // loader_options::pinned_budget set (for the message)
   unsigned max_blocks_ = 1024;
   cuda::cuda_stream copy_;
   cuda::device_buffer constants_;
-  std::vector<std::unique_ptr<slot_part>> parts_;
+  // A fixed array of `capacity_` (never reallocated: workers index it while the consumer adds
+  // a slot), the first `count_` in use.
+  std::size_t capacity_;
+  std::unique_ptr<std::unique_ptr<slot_part>[]> parts_;
+  std::atomic<std::size_t> count_{0};
   std::atomic<std::uint64_t> copies_{0};
   std::atomic<std::uint64_t> h2d_bytes_{0};
   std::atomic<std::uint64_t> timed_copies_{0};
@@ -318,10 +371,11 @@ class cuda_stage final : public device_stage {
 }  // namespace
 
 std::unique_ptr<device_stage> make_cuda_stage(slot_layout const& host, std::size_t slots,
+                                              std::size_t max_slots,
                                               loader_options const& options) {
   auto const device = checked_device(options);
   cuda::device_guard const guard{device};  // the stream, events and memory go on `device`
-  return std::make_unique<cuda_stage>(device, host, slots, options);
+  return std::make_unique<cuda_stage>(device, host, slots, max_slots, options);
 }
 
 }  // namespace gpufeed::detail

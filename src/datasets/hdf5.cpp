@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpufeed/detail/checked_math.hpp"
 #include "gpufeed/detail/hdf5_filters.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/log.hpp"
@@ -413,17 +414,27 @@ void hdf5_dataset::impl::add_field(std::string const& dataset_path, bool has_use
          "; every field needs the same first dimension (the sample count)");
   }
 
+  // The row's size comes from the file: every product is checked (by sample_spec), so that a file
+  // that declares huge dimensions is refused here instead of wrapping to a small row.
   std::vector<std::int64_t> shape;
-  f->row_bytes = f->element_bytes;
   for (std::size_t d = 1; d < f->dims.size(); ++d) {
+    if (f->dims[d] > static_cast<hsize_t>(std::numeric_limits<std::int64_t>::max())) {
+      fail("dataset '" + dataset_path + "' " + dims_string(f->dims) + " has dimension " +
+           std::to_string(f->dims[d]) + ", more than a field's shape holds");
+    }
     shape.push_back(static_cast<std::int64_t>(f->dims[d]));
-    f->row_bytes *= static_cast<std::size_t>(f->dims[d]);
   }
   try {
     spec.add(f->name, f->type, std::move(shape));
   } catch (logic_error const& e) {
     fail("dataset '" + dataset_path + "' " + dims_string(f->dims) +
          " cannot be a field: " + e.what());
+  }
+  f->row_bytes = spec[spec.size() - 1].bytes();  // checked by spec.add
+  if (!detail::try_mul(rows, f->row_bytes)) {
+    fail("dataset '" + dataset_path + "' " + dims_string(f->dims) + " holds " +
+         std::to_string(rows) + " rows of " + std::to_string(f->row_bytes) +
+         " bytes: more bytes than a 64-bit size counts");
   }
 
   if (options.force_h5dread) {
@@ -448,6 +459,12 @@ void hdf5_dataset::impl::add_field(std::string const& dataset_path, bool has_use
       f->path = hdf5_read_path::h5dread;
       f->reason = "the file has a user block";
     }
+  }
+  // Checked once here, so that chunk_bytes() needs no check where chunks are read.
+  if (f->chunk_rows > 0 && !detail::try_mul(f->chunk_rows, f->row_bytes)) {
+    fail("dataset '" + dataset_path + "' " + dims_string(f->dims) + " has chunks of " +
+         std::to_string(f->chunk_rows) + " rows of " + std::to_string(f->row_bytes) +
+         " bytes: more bytes than a 64-bit size counts");
   }
   fields.push_back(std::move(f));
 }
@@ -513,7 +530,9 @@ void hdf5_dataset::impl::choose_path(field_info& f, bool forced_fallback) const 
         return fallback("partial edge chunks are stored unfiltered");
       }
       H5Eclear2(H5E_DEFAULT);
-      std::size_t const nchunks = f.chunk_rows == 0 ? 0 : (rows + f.chunk_rows - 1) / f.chunk_rows;
+      // Rounded up without rows + chunk_rows - 1, which wraps for a first dimension near 2^64.
+      std::size_t const nchunks =
+          f.chunk_rows == 0 ? 0 : rows / f.chunk_rows + (rows % f.chunk_rows != 0 ? 1 : 0);
       // The chunk index is built at open, one entry per chunk: bound it, so that a file whose
       // metadata claims absurd dimensions cannot make the open allocate without limit.
       constexpr std::size_t max_indexed_chunks = std::size_t{1} << 24;

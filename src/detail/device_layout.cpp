@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "gpufeed/detail/checked_math.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail {
@@ -59,7 +60,10 @@ void plan_transform(field const& f, field_transform const& t, field_output& out)
     out.inv_std.push_back(1.0f / s);
   }
   out.type = t.to;
-  out.bytes = f.elements() * size_of(t.to);
+  out.bytes = checked_mul(f.elements(), size_of(t.to), [&] {
+    return where + "the output's bytes per sample (elements x " + std::string{to_string(t.to)} +
+           ")";
+  });
 }
 }  // namespace
 
@@ -86,7 +90,14 @@ device_layout::device_layout(slot_layout const& host,
     if (by_field[f] != nullptr) {
       plan_transform(spec[f], *by_field[f], out);
       out.device_offset = slot_bytes_;
-      slot_bytes_ += slot_layout::round_up(out.bytes * host.batch_size());
+      auto const what = [&] {
+        return "the device slot: loader_options::batch_size x the output of the transform of "
+               "field '" +
+               spec[f].name + "' (" + std::to_string(out.bytes) + " bytes per sample)";
+      };
+      auto const region = checked_mul(out.bytes, host.batch_size(), what);
+      slot_bytes_ =
+          checked_add(slot_bytes_, checked_round_up(region, slot_layout::alignment, what), what);
       any_transform_ = true;
     }
     fields_.push_back(std::move(out));

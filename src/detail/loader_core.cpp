@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "gpufeed/detail/host_resources.hpp"
 #include "gpufeed/detail/nvtx.hpp"
 #include "gpufeed/detail/units.hpp"
 #include "gpufeed/error.hpp"
@@ -30,6 +31,34 @@ std::int64_t to_ns(loader_core::clock::time_point t) noexcept {
 
 // The first spacing of stats::ring_history; it doubles each time the history fills.
 constexpr std::int64_t ring_history_start_interval_ns = 10'000'000;
+
+// The most slots a ring may have, grown or not (as loader_options::prefetch_depth's maximum).
+constexpr std::size_t ring_slots_limit = 4096;
+
+// The bytes the ring may take when batches are held: loader_options::held_batches_budget, else a
+// quarter of physical memory (1 GiB when unknown), and never more than may be pinned.
+std::size_t held_batches_budget(loader_options const& o) noexcept {
+  if (o.held_batches_budget) {
+    return *o.held_batches_budget;
+  }
+  auto const physical = physical_memory_bytes();
+  auto budget = physical > 0 ? physical / 4 : std::size_t{1} << 30;
+  if (o.target == placement::cuda) {
+    if (auto const pinned = pinned_budget(o)) {
+      budget = std::min(budget, *pinned);
+    }
+  }
+  return budget;
+}
+
+// The slots a ring of `initial` slots of `slot_bytes` may grow to under `budget` bytes.
+std::size_t held_batches_slots(std::size_t initial, std::size_t slot_bytes, std::size_t budget) {
+  if (budget == 0) {
+    return initial;
+  }
+  auto const fit = budget / std::max<std::size_t>(slot_bytes, 1);
+  return std::max(initial, std::min(ring_slots_limit, fit));
+}
 
 // Wraps the exception being handled in a sample_error. Must be called inside a catch block:
 // sample_error captures the current exception as its nested one.
@@ -67,6 +96,8 @@ loader_core::loader_core(std::shared_ptr<dataset const> data, loader_options opt
       started_ns_{to_ns(started_)},
       active_workers_{tuning_.start_workers},
       active_depth_{tuning_.start_depth},
+      max_slots_{
+          held_batches_slots(tuning_.slots, layout_.slot_bytes(), held_batches_budget(options_))},
       activity_{std::make_unique<worker_activity[]>(tuning_.threads)},
       ring_interval_ns_{ring_history_start_interval_ns} {
   if (options_.trace_events > 0) {
@@ -74,21 +105,29 @@ loader_core::loader_core(std::shared_ptr<dataset const> data, loader_options opt
   }
   ring_history_.reserve(stats::ring_history_capacity);
   if (options_.target == placement::cuda) {
-    stage_ = make_cuda_stage(layout_, tuning_.slots, options_);
+    stage_ = make_cuda_stage(layout_, tuning_.slots, max_slots_, options_);
   }
-  slots_.reserve(tuning_.slots);
+  slots_.reserve(max_slots_);
   for (std::size_t i = 0; i < tuning_.slots; ++i) {
     slots_.push_back(std::make_unique<slot>(i, stage_ ? stage_->host_memory(i) : nullptr,
                                             layout_.slot_bytes(), slot_layout::alignment,
                                             options_.batch_size));
   }
   auto const effective = options_.batch_size * options_.accumulation_steps * *options_.world_size;
-  logger()->info(
-      "{} samples ({}), rank {} of {}: {} batches and {} optimizer steps per epoch; effective "
-      "batch = batch_size {} x accumulation_steps {} x world_size {} = {}",
-      data_->size(), layout_.spec().to_string(), *options_.rank, *options_.world_size,
-      plan_.batches(), plan_.steps(), options_.batch_size, options_.accumulation_steps,
-      *options_.world_size, effective);
+  if (options_.order == sample_order::given) {
+    logger()->info(
+        "{} samples ({}): the order of each epoch is given by the caller (set_epoch(epoch, "
+        "order)); batch_size {} x accumulation_steps {}",
+        data_->size(), layout_.spec().to_string(), options_.batch_size,
+        options_.accumulation_steps);
+  } else {
+    logger()->info(
+        "{} samples ({}), rank {} of {}: {} batches and {} optimizer steps per epoch; effective "
+        "batch = batch_size {} x accumulation_steps {} x world_size {} = {}",
+        data_->size(), layout_.spec().to_string(), *options_.rank, *options_.world_size,
+        plan_.batches(), plan_.steps(), options_.batch_size, options_.accumulation_steps,
+        *options_.world_size, effective);
+  }
   logger()->info("{} workers, ring of {} slots x {} = {} of host memory, allocated once",
                  tuning_.threads, slots_.size(), mib_text(layout_.slot_bytes()),
                  mib_text(layout_.slot_bytes() * slots_.size()));
@@ -107,7 +146,9 @@ loader_core::loader_core(std::shared_ptr<dataset const> data, loader_options opt
         auto_depth_on ? " (budget " + mib_text(tuning_.budget_bytes) + ")" : std::string{},
         options_.autotune.window_batches);
   }
-  if (sampler_.chunk_aware()) {
+  if (options_.order == sample_order::given) {
+    // The caller's sampler decides; the builtin order's settings say nothing here.
+  } else if (sampler_.chunk_aware()) {
     logger()->info("chunk-aware shuffle: {} chunks of {} samples, drawn {} chunks at a time",
                    (data_->size() + data_->storage_chunk() - 1) / data_->storage_chunk(),
                    data_->storage_chunk(), options_.chunk_window);
@@ -117,7 +158,7 @@ loader_core::loader_core(std::shared_ptr<dataset const> data, loader_options opt
         "shuffle is used)",
         options_.chunk_window);
   }
-  if (plan_.batches() == 0) {
+  if (options_.order == sample_order::builtin && plan_.batches() == 0) {
     logger()->warn(
         "this rank's epoch has no batches ({} samples, batch_size {}, last_batch {}): next() "
         "will return nothing",
@@ -255,8 +296,9 @@ slot* loader_core::find_work_locked() {
       earliest = s.get();
     }
   }
-  if (earliest != nullptr || plan_.batches() == 0) {
-    return earliest;
+  auto const* plan = plan_locked(producer_.epoch);
+  if (earliest != nullptr || plan == nullptr || plan->batches() == 0) {
+    return earliest;  // nothing to start: no batches, or an epoch whose order is not given yet
   }
   // Only the active depth is used: a slot beyond it is never assigned.
   for (std::size_t i = 0; i < active_depth_; ++i) {
@@ -273,14 +315,16 @@ slot* loader_core::find_work_locked() {
 }
 
 void loader_core::assign_locked(slot& s) {
-  auto const span = plan_.span(producer_.sequence);
+  auto const& plan = *plan_locked(producer_.epoch);  // find_work_locked checked it
+  auto const span = plan.span(producer_.sequence);
   s.status = slot::state::filling;
   s.generation = generation_;
   s.at = producer_;
   s.first_position = span.first;
   s.count = span.count;
   s.delivered = 0;
-  s.step = plan_.step(producer_.sequence);
+  s.step = plan.step(producer_.sequence);
+  s.order = options_.order == sample_order::given ? given_ : nullptr;
   s.error = nullptr;
   s.skipped.clear();
   s.cancelled.store(false, std::memory_order_relaxed);
@@ -334,7 +378,7 @@ void loader_core::fill(slot& s, unsigned worker) {
 void loader_core::read_one(slot& s, std::size_t position, unsigned worker) {
   auto& me = activity_[worker];
   auto const epoch = s.at.epoch;
-  auto const index = sampler_.index(epoch, s.first_position + position);
+  auto const index = slot_index(s, position);
   s.indices[position] = index;
   read_context const ctx{index, epoch, worker, mix_seed(options_.seed, epoch, index), &stop_flag_};
   auto const begin = steady_ns();
@@ -422,7 +466,38 @@ void loader_core::complete(slot& s, unsigned worker) {
 // ---- consumer --------------------------------------------------------------------------------
 
 cursor loader_core::normalized(cursor c) const noexcept {
-  return c.sequence >= plan_.batches() ? cursor{c.epoch + 1, 0} : c;
+  auto const* plan = plan_locked(c.epoch);
+  return plan != nullptr && c.sequence >= plan->batches() ? cursor{c.epoch + 1, 0} : c;
+}
+
+batch_plan const* loader_core::plan_locked(std::uint64_t epoch) const noexcept {
+  if (options_.order == sample_order::builtin) {
+    return &plan_;
+  }
+  return given_ && given_->epoch == epoch ? &given_->plan : nullptr;
+}
+
+std::size_t loader_core::slot_index(slot const& s, std::size_t position) const noexcept {
+  auto const shard_position = s.first_position + position;
+  return s.order ? s.order->indices[shard_position] : sampler_.index(s.at.epoch, shard_position);
+}
+
+std::size_t loader_core::index_locked(std::uint64_t epoch, std::size_t position) const {
+  if (options_.order == sample_order::builtin) {
+    return sampler_.index(epoch, position);
+  }
+  GPUFEED_EXPECTS(given_ && given_->epoch == epoch,
+                  "no order given for epoch " + std::to_string(epoch));
+  return given_->indices[position];
+}
+
+loader_core::plan_sizes loader_core::current_plan_sizes() const {
+  std::lock_guard const lock{mutex_};
+  auto const* plan = plan_locked(consumer_.epoch);
+  if (plan == nullptr) {
+    return {};
+  }
+  return {plan->batches(), plan->steps(), plan->samples()};
 }
 
 slot* loader_core::consumer_slot_locked() const noexcept {
@@ -453,7 +528,7 @@ std::size_t loader_core::count_locked(slot::state status) const noexcept {
       slots_.begin(), slots_.end(), [status](auto const& s) { return s->status == status; }));
 }
 
-std::optional<batch> loader_core::next(std::optional<stream_view> consumer) {
+next_result loader_core::next(std::optional<stream_view> consumer, clock::time_point give_up_at) {
   if (stage_ && !consumer) {
     consumer = options_.consumer_stream;
     GPUFEED_EXPECTS(consumer.has_value(),
@@ -464,14 +539,26 @@ std::optional<batch> loader_core::next(std::optional<stream_view> consumer) {
   if (fatal_) {
     std::rethrow_exception(fatal_);
   }
-  if (consumer_.sequence >= plan_.batches()) {
-    consumer_ = {consumer_.epoch + 1, 0};
-    return std::nullopt;
+  auto const* plan = plan_locked(consumer_.epoch);
+  if (plan == nullptr) {
+    throw logic_error{"next(): loader_options::order is sample_order::given and epoch " +
+                      std::to_string(consumer_.epoch) +
+                      " has no order yet; give it first with set_epoch(" +
+                      std::to_string(consumer_.epoch) + ", order)"};
   }
-  auto const wait_from = clock::now();
+  if (consumer_.sequence >= plan->batches()) {
+    consumer_ = {consumer_.epoch + 1, 0};
+    pending_since_.reset();
+    return {next_result::status::end_of_epoch, std::nullopt};
+  }
+  // A wait that an earlier try_next_for left pending goes on: the timeout counts from its start.
+  if (!pending_since_) {
+    pending_since_ = clock::now();
+    pending_warn_at_ = *pending_since_ + options_.stall_warning;
+  }
+  auto const wait_from = *pending_since_;
   auto const deadline =
       options_.timeout.count() > 0 ? wait_from + options_.timeout : clock::time_point::max();
-  auto warn_at = wait_from + options_.stall_warning;
   // Workers wake the consumer only while it waits: a wake-up is a system call.
   struct waiting_flag {
     bool& flag;
@@ -486,46 +573,52 @@ std::optional<batch> loader_core::next(std::optional<stream_view> consumer) {
     if (!wait_range) {
       wait_range.emplace("gpufeed: consumer wait");
     }
-    if (s == nullptr && all_leased_locked() && tuner_ && tuner_->bounds().tune_depth &&
-        active_depth_ < slots_.size()) {
-      // The consumer holds every slot in use: an automatic depth makes room for one more.
-      auto const change =
-          apply_locked(active_workers_, active_depth_ + 1,
-                       "the consumer holds " + std::to_string(count_locked(slot::state::leased)) +
-                           " batches at once, every slot in use");
-      lock.unlock();
-      logger()->info("{}", change);
-      lock.lock();
+    if (s == nullptr && all_leased_locked()) {
+      if (tuner_ && tuner_->bounds().tune_depth && active_depth_ < slots_.size()) {
+        // The consumer holds every slot in use: an automatic depth makes room for one more.
+        auto const change =
+            apply_locked(active_workers_, active_depth_ + 1,
+                         "the consumer holds " + std::to_string(count_locked(slot::state::leased)) +
+                             " batches at once, every slot in use");
+        lock.unlock();
+        logger()->info("{}", change);
+        lock.lock();
+      } else if (!grow_locked(lock)) {
+        throw all_leased_error_locked();
+      }
       if (fatal_) {
         std::rethrow_exception(fatal_);
       }
       s = consumer_slot_locked();
       continue;
     }
-    waiting_flag const waiting{consumer_waiting_};
-    if (s == nullptr && all_leased_locked()) {
-      throw logic_error{
-          "gpufeed: all " + std::to_string(active_depth_) +
-          " ring slots are leased to batches that are still alive, so the next batch cannot be "
-          "prepared; release (destroy) batches before asking for more, or raise "
-          "loader_options::prefetch_depth above the number of batches you hold at once"};
+    auto const now = clock::now();
+    if (now >= give_up_at) {
+      return {next_result::status::pending, std::nullopt};  // not consumed; the wait goes on
     }
-    if (ready_cv_.wait_until(lock, std::min(deadline, warn_at)) == std::cv_status::timeout) {
-      auto const now = clock::now();
-      if (now >= deadline) {
+    waiting_flag const waiting{consumer_waiting_};
+    auto const wake_at = std::min({deadline, pending_warn_at_, give_up_at});
+    if (ready_cv_.wait_until(lock, wake_at) == std::cv_status::timeout) {
+      auto const later = clock::now();
+      if (later >= deadline) {
         auto [index, why] = describe_wait_locked(consumer_slot_locked());
-        record_wait_locked(to_ns(wait_from), to_ns(now), std::nullopt);
+        record_wait_locked(to_ns(wait_from), to_ns(later), std::nullopt);
+        pending_since_.reset();
         throw timeout_error{
             index, "gpufeed: timeout after " + std::to_string(options_.timeout.count()) +
                        " ms waiting for batch " + std::to_string(consumer_.sequence) +
                        " of epoch " + std::to_string(consumer_.epoch) + ": " + why +
                        ". Call next() again to keep waiting, or raise loader_options::timeout"};
       }
-      if (now >= warn_at) {
-        logger()->warn("next() has waited {:.0f} s for batch {} of epoch {}: {}",
-                       seconds(nanoseconds_between(wait_from, now)), consumer_.sequence,
-                       consumer_.epoch, describe_wait_locked(consumer_slot_locked()).second);
-        warn_at = now + options_.stall_warning;
+      if (later >= pending_warn_at_) {
+        auto const why = describe_wait_locked(consumer_slot_locked()).second;
+        auto const waited = seconds(nanoseconds_between(wait_from, later));
+        auto const at = consumer_;
+        pending_warn_at_ = later + options_.stall_warning;
+        lock.unlock();  // no log call under the hot mutex
+        logger()->warn("next() has waited {:.0f} s for batch {} of epoch {}: {}", waited,
+                       at.sequence, at.epoch, why);
+        lock.lock();
       }
     }
     if (fatal_) {
@@ -534,6 +627,7 @@ std::optional<batch> loader_core::next(std::optional<stream_view> consumer) {
     s = consumer_slot_locked();
   }
   wait_range.reset();
+  pending_since_.reset();
   auto const ready = count_locked(slot::state::ready);
   auto const delivered_ns = to_ns(clock::now());
   record_wait_locked(to_ns(wait_from), delivered_ns, ready);
@@ -565,7 +659,74 @@ std::optional<batch> loader_core::next(std::optional<stream_view> consumer) {
       throw;
     }
   }
-  return batch{shared_from_this(), s};
+  return {next_result::status::ready, batch{shared_from_this(), s}};
+}
+
+bool loader_core::grow_locked(std::unique_lock<std::mutex>& lock) {
+  // Only the consumer grows the ring, so nobody else changes slots_.size() meanwhile.
+  auto const id = slots_.size();
+  if (id >= max_slots_ || active_depth_ < id) {
+    return false;
+  }
+  auto const held = count_locked(slot::state::leased);
+  bool const first = grown_ == 0;
+  lock.unlock();
+  if (first) {
+    logger()->warn(
+        "all {} ring slots are leased to batches that are still alive: the training loop keeps "
+        "batches past the next step (a list of losses keeps each step's graph and its input "
+        "tensors; so does a saved batch or a tensor sliced from one). The ring grows by one "
+        "slot of {} for each batch held beyond it, up to {} slots ({}; "
+        "loader_options::held_batches_budget), then next() raises. Keep loss.item() or a "
+        "copy instead to use less memory.",
+        held, mib_text(layout_.slot_bytes()), max_slots_,
+        mib_text(layout_.slot_bytes() * max_slots_));
+  }
+  // Allocated with the lock released: a large slot takes a while to touch.
+  std::unique_ptr<slot> added;
+  try {
+    if (stage_) {
+      auto const stage_id = stage_->add_slot();
+      GPUFEED_EXPECTS(stage_id == id, "the CUDA stage's slots are out of step with the ring's");
+    }
+    added =
+        std::make_unique<slot>(id, stage_ ? stage_->host_memory(id) : nullptr, layout_.slot_bytes(),
+                               slot_layout::alignment, options_.batch_size);
+  } catch (...) {
+    lock.lock();
+    throw;
+  }
+  lock.lock();
+  slots_.push_back(std::move(added));  // reserved: no reallocation under the workers
+  ++grown_;
+  active_depth_ = slots_.size();
+  ring_events_.fetch_add(1, std::memory_order_release);
+  if (parked_workers_ > 0) {
+    work_cv_.notify_one();
+  }
+  return true;
+}
+
+logic_error loader_core::all_leased_error_locked() const {
+  auto const held = count_locked(slot::state::leased);
+  if (max_slots_ <= slots_.size() && grown_ > 0) {
+    return logic_error{
+        "gpufeed: all " + std::to_string(held) +
+        " ring slots are leased to batches that are still alive, and the ring has grown to its "
+        "limit of " +
+        std::to_string(max_slots_) + " slots (" + mib_text(layout_.slot_bytes() * max_slots_) +
+        ", loader_options::held_batches_budget). Something keeps every batch alive (for "
+        "example total_loss += loss keeps each step's graph and inputs: add loss.item() "
+        "instead); release batches, or raise held_batches_budget"};
+  }
+  return logic_error{
+      "gpufeed: all " + std::to_string(active_depth_) +
+      " ring slots are leased to batches that are still alive, so the next batch cannot be "
+      "prepared, and the ring may not grow (loader_options::held_batches_budget = 0, or one "
+      "slot of " +
+      mib_text(layout_.slot_bytes()) +
+      " does not fit in it); release (destroy) batches before asking for more, or raise "
+      "loader_options::prefetch_depth above the number of batches you hold at once"};
 }
 
 loader_core::worker_totals loader_core::worker_totals_now() const noexcept {
@@ -678,7 +839,8 @@ void loader_core::record_delivery_locked(slot const& s) {
 
 std::pair<std::size_t, std::string> loader_core::describe_wait_locked(slot const* s) const {
   if (s == nullptr) {
-    auto const index = sampler_.index(consumer_.epoch, plan_.span(consumer_.sequence).first);
+    auto const index =
+        index_locked(consumer_.epoch, plan_locked(consumer_.epoch)->span(consumer_.sequence).first);
     auto const free = count_locked(slot::state::free);
     auto const ring = "the ring's " + std::to_string(slots_.size()) +
                       " slots: " + std::to_string(count_locked(slot::state::leased)) +
@@ -706,9 +868,15 @@ std::pair<std::size_t, std::string> loader_core::describe_wait_locked(slot const
   }
   auto const claimed = std::min(s->next_claim.load(), s->count);
   auto const position = claimed < s->count ? claimed : s->count - 1;
-  auto const index = sampler_.index(s->at.epoch, s->first_position + position);
+  auto const index = slot_index(*s, position);
   return {index, "sample " + std::to_string(index) + " is waiting for a worker (all " +
                      std::to_string(active_workers_) + " are busy with other batches)"};
+}
+
+void loader_core::use_on(slot const& s, stream_view stream) {
+  if (stage_) {
+    stage_->use_on(s.id, stream);
+  }
 }
 
 void loader_core::release(slot* s) noexcept {
@@ -739,6 +907,7 @@ void loader_core::flush_locked(cursor to) {
   }
   consumer_ = to;
   producer_ = normalized(to);
+  pending_since_.reset();
   ring_events_.fetch_add(1, std::memory_order_release);
   work_cv_.notify_all();
 }
@@ -752,6 +921,31 @@ void loader_core::set_epoch(std::uint64_t epoch) {
   // Past the last batch of epoch - 1 the producer is already on `epoch`: keep what it prepared.
   if (normalized(consumer_) == start) {
     consumer_ = start;
+    pending_since_.reset();
+    return;
+  }
+  flush_locked(start);
+}
+
+void loader_core::set_epoch(std::uint64_t epoch, epoch_order order) {
+  GPUFEED_EXPECTS(options_.order == sample_order::given,
+                  "set_epoch(epoch, order): this loader makes its own order "
+                  "(loader_options::order = sample_order::builtin); construct it with "
+                  "order = sample_order::given to give each epoch's indices");
+  // Checked and cut outside the lock: O(order size).
+  auto given = make_given_order(epoch, std::move(order), sampler_.dataset_size(), options_);
+  std::lock_guard const lock{mutex_};
+  cursor const start{epoch, 0};
+  // Nothing of `epoch` can have been prepared before its first order: the producer waits at its
+  // start. A second order for the same epoch discards what the first one prepared.
+  bool const first_order = !(given_ && given_->epoch == epoch);
+  bool const at_start = consumer_ == start || normalized(consumer_) == start;
+  given_ = std::move(given);
+  if (first_order && at_start && producer_ == start) {
+    consumer_ = start;
+    pending_since_.reset();
+    ring_events_.fetch_add(1, std::memory_order_release);
+    work_cv_.notify_all();
     return;
   }
   flush_locked(start);
@@ -792,10 +986,14 @@ void loader_core::restore(loader_state const& wanted) {
   mismatch("shuffle", wanted.shuffle, here.shuffle);
   mismatch("seed", wanted.seed, here.seed);
   mismatch("chunk_window", wanted.chunk_window, here.chunk_window);
-  GPUFEED_EXPECTS(wanted.next_sequence <= plan_.batches(),
-                  "cannot restore: next_sequence " + std::to_string(wanted.next_sequence) +
-                      " is past the epoch's " + std::to_string(plan_.batches()) + " batches");
   std::lock_guard const lock{mutex_};
+  auto const* plan = plan_locked(wanted.epoch);
+  GPUFEED_EXPECTS(plan != nullptr, "cannot restore to epoch " + std::to_string(wanted.epoch) +
+                                       ": its order is not given yet; call set_epoch(" +
+                                       std::to_string(wanted.epoch) + ", order) first");
+  GPUFEED_EXPECTS(wanted.next_sequence <= plan->batches(),
+                  "cannot restore: next_sequence " + std::to_string(wanted.next_sequence) +
+                      " is past the epoch's " + std::to_string(plan->batches()) + " batches");
   cursor const to{wanted.epoch, static_cast<std::size_t>(wanted.next_sequence)};
   if (consumer_ != to) {
     flush_locked(to);
@@ -827,14 +1025,16 @@ stats loader_core::snapshot() const {
   out.slot_wait = slot_waits.summary();
   out.slot_wait_s = out.slot_wait.total_s;
   out.worker_threads = tuning_.threads;
-  out.ring_capacity = slots_.size();
   out.slot_bytes = layout_.slot_bytes();
-  out.host_bytes = layout_.slot_bytes() * slots_.size();
   out.pinned_bytes = 0;
   if (stage_) {
     stage_->add_to(out);
   }
   std::lock_guard const lock{mutex_};
+  out.ring_capacity = slots_.size();
+  out.host_bytes = layout_.slot_bytes() * slots_.size();
+  out.ring_grown = grown_;
+  out.ring_max_slots = max_slots_;
   out.wall_s = seconds(nanoseconds_between(started_, clock::now()));
   out.workers = active_workers_;
   out.ring_slots = active_depth_;

@@ -5,7 +5,7 @@
 
 namespace gpufeed::detail {
 
-std::unique_ptr<device_stage> make_cuda_stage(slot_layout const&, std::size_t,
+std::unique_ptr<device_stage> make_cuda_stage(slot_layout const&, std::size_t, std::size_t,
                                               loader_options const&) {
   throw logic_error{
       "loader_options::target = placement::cuda, but this gpufeed was built without CUDA "

@@ -36,6 +36,8 @@ namespace gpufeed::torch {
       return ::torch::kFloat;
     case dtype::f64:
       return ::torch::kDouble;
+    case dtype::boolean:
+      return ::torch::kBool;
   }
   throw logic_error{"gpufeed::torch: unknown dtype"};
 }

@@ -295,6 +295,68 @@ TEST_F(CudaLoader, ReleasedBatchIsNotOverwrittenWhileItsStreamStillReadsIt) {
   EXPECT_EQ(got, expected);
 }
 
+TEST_F(CudaLoader, ReleaseWaitsForEveryStreamTheBatchWasUsedOn) {
+  // As above, but the slow reader is a second stream the batch was declared on (use_on): the
+  // refill of the released slot must wait for that stream too, not only for the one next()
+  // handed the batch to.
+  auto data = std::make_shared<synthetic>(400, sample_spec{}.add("x", dtype::u8, {4096}));
+  auto options = cuda_options(32);
+  options.prefetch_depth = 2;
+  loader feed{data, options};
+  cuda::cuda_stream other;
+  cuda::device_buffer sums{64 * sizeof(unsigned long long)};
+  GPUFEED_CUDA_TRY(cudaMemsetAsync(sums.data(), 0, sums.size(), other.native()));
+  auto* const sum = reinterpret_cast<unsigned long long*>(sums.data());
+  cuda::cuda_event read_again;
+  std::vector<unsigned long long> expected;
+  for (int round = 0; round < 6; ++round) {
+    auto b = feed.next();
+    ASSERT_TRUE(b);
+    if (round > 0) {
+      ASSERT_FALSE(read_again.done()) << "the host fell behind the 20 ms spin; nothing tested";
+    }
+    auto const t = b->field(0);
+    unsigned long long total = 0;
+    for (auto byte : expected_field(*data, *b, 0)) {
+      total += static_cast<unsigned long long>(byte);
+    }
+    expected.push_back(total);
+    b->use_on(other.view());  // `other` waits for the copy, and the release waits for `other`
+    spin_async(20'000, other.native());
+    checksum_async(t.data(), t.bytes(), sum + round, other.native());
+    read_again.record(other.native());
+    b.reset();
+    auto following = feed.next();
+    ASSERT_TRUE(following);
+  }
+  std::vector<unsigned long long> got(expected.size());
+  GPUFEED_CUDA_TRY(cudaMemcpyAsync(got.data(), sum, got.size() * sizeof(got[0]),
+                                   cudaMemcpyDeviceToHost, other.native()));
+  other.synchronize();
+  EXPECT_EQ(got, expected);
+}
+
+TEST_F(CudaLoader, HeldBatchesGrowTheRingOnTheDevice) {
+  // Every batch held at once: the ring (pinned host and device halves) grows instead of
+  // failing, and each held batch keeps its own bytes on the device.
+  auto data = std::make_shared<synthetic>(96, sample_spec{}.add("x", dtype::u8, {1000}));
+  auto options = cuda_options(8);
+  options.prefetch_depth = 2;
+  loader feed{data, options};
+  std::vector<batch> held;
+  while (auto b = feed.next()) {
+    held.push_back(std::move(*b));
+  }
+  ASSERT_EQ(held.size(), 12U);
+  for (auto const& b : held) {
+    auto const want = expected_field(*data, b, 0);
+    EXPECT_EQ(to_host(b.field(0)), want) << "batch " << b.sequence();
+  }
+  auto const st = feed.snapshot();
+  EXPECT_GE(st.ring_grown, 10U);
+  EXPECT_EQ(st.pinned_bytes, st.ring_capacity * st.slot_bytes);
+}
+
 TEST_F(CudaLoader, SanitizerRunOfAThousandBatches) {
   // The run compute-sanitizer's memcheck and racecheck inspect on the device machine. The
   // checksum kernel is a reader of each batch for them to watch, not a check of its own: the

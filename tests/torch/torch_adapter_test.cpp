@@ -346,26 +346,39 @@ TEST(torch_adapter_test, BeginAfterABrokenEpochStartsTheNextOne) {
 
 TEST(torch_adapter_test, TheSlotIsLeasedUntilTheLastViewOfItsTensorsGoes) {
   rows_dataset const data{40};
-  auto options = gt::data_loader_options{4}.prefetch_depth(2);
-  // Only a guard against a hang: the error below comes at once, not after a wait.
-  options.loader().timeout = std::chrono::milliseconds{20'000};
-  auto loader = gt::make_data_loader<SequentialSampler>(rows_dataset{data}, options);
-  auto first = loader->next();
-  auto second = loader->next();
-  ASSERT_TRUE(first && second);
-  auto const view = first->data.slice(0, 1, 3);  // a view keeps the slot too
-  auto const expected = view.clone();
-  first.reset();
-  // Both slots are still leased (one through `view`): no third batch can be prepared, and
-  // next() says so (docs/torch.md, "Leases") instead of waiting.
-  try {
-    (void)loader->next();
-    ADD_FAILURE() << "a third batch was delivered while both slots were leased";
-  } catch (gpufeed::logic_error const& e) {
-    EXPECT_NE(std::string{e.what()}.find("all 2 ring slots are leased"), std::string::npos)
-        << e.what();
+  for (bool may_grow : {false, true}) {
+    SCOPED_TRACE(may_grow ? "the ring may grow" : "the ring may not grow");
+    auto options = gt::data_loader_options{4}.prefetch_depth(2);
+    // Only a guard against a hang: the error below comes at once, not after a wait.
+    options.loader().timeout = std::chrono::milliseconds{20'000};
+    if (!may_grow) {
+      options.loader().held_batches_budget = 0;
+    }
+    auto loader = gt::make_data_loader<SequentialSampler>(rows_dataset{data}, options);
+    auto first = loader->next();
+    auto second = loader->next();
+    ASSERT_TRUE(first && second);
+    auto const view = first->data.slice(0, 1, 3);  // a view keeps the slot too
+    auto const expected = view.clone();
+    first.reset();
+    // Both slots are still leased (one through `view`): a third batch needs a third slot. With
+    // growth allowed (the default: held batches, design.md item 8) the ring adds one; without,
+    // next() says so (docs/torch.md, "Leases") instead of waiting.
+    if (may_grow) {
+      auto third = loader->next();
+      ASSERT_TRUE(third.has_value());
+      EXPECT_EQ(third->indices.front(), 8);
+    } else {
+      try {
+        (void)loader->next();
+        ADD_FAILURE() << "a third batch was delivered while both slots were leased";
+      } catch (gpufeed::logic_error const& e) {
+        EXPECT_NE(std::string{e.what()}.find("all 2 ring slots are leased"), std::string::npos)
+            << e.what();
+      }
+    }
+    EXPECT_TRUE(torch::equal(view, expected));  // and the viewed rows were not overwritten
   }
-  EXPECT_TRUE(torch::equal(view, expected));  // and the viewed rows were not overwritten
 }
 
 TEST(torch_adapter_test, ReleasingTheTensorsGivesTheSlotBack) {

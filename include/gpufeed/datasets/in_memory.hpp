@@ -54,6 +54,8 @@ class in_memory final : public dataset {
   static constexpr dtype dtype_for() {
     if constexpr (std::is_same_v<T, std::uint8_t>)
       return dtype::u8;
+    else if constexpr (std::is_same_v<T, bool>)
+      return dtype::boolean;
     else if constexpr (std::is_same_v<T, std::int8_t>)
       return dtype::i8;
     else if constexpr (std::is_same_v<T, std::uint16_t>)

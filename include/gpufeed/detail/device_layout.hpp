@@ -36,7 +36,8 @@ struct field_output {
 class device_layout {
  public:
   /// @throws logic_error naming the transform and the field when a transform does not fit the
-  /// field (unknown name, not uint8, bad channel count, unsupported output type...).
+  /// field (unknown name, not uint8, bad channel count, unsupported output type...), or when an
+  /// output's size or the device slot's does not fit in std::size_t.
   device_layout(slot_layout const& host, std::vector<field_transform> const& transforms);
 
   [[nodiscard]] std::size_t fields() const noexcept { return fields_.size(); }

@@ -5,7 +5,8 @@
 // Per slot, the stage keeps the order that makes reuse safe:
 //   copy_async:  copy stream waits for the slot's last release, copies, transforms, records done
 //   hand_off:    the consumer's stream waits for done
-//   release:     records released on the consumer's stream
+//   use_on:      another stream the consumer declares waits for done too
+//   release:     records released on each of those streams (copy_async waits for them all)
 //   wait_host_free: a worker waits for done before it writes the host half again
 
 #include <cstddef>
@@ -38,17 +39,25 @@ class device_stage {
   virtual void copy_async(std::size_t id, std::size_t samples) = 0;
   /// Makes `consumer` wait for slot `id`'s copy. Asynchronous.
   virtual void hand_off(std::size_t id, stream_view consumer) = 0;
-  /// Records, on the stream slot `id` was handed to, that the consumer is done with it.
+  /// Makes `stream` wait for slot `id`'s copy as well, and orders the slot's release after it.
+  /// Called by the batch's holder between hand_off and release. Asynchronous.
+  virtual void use_on(std::size_t id, stream_view stream) = 0;
+  /// Records, on every stream slot `id` was handed to or used on, that the consumer is done.
   virtual void release(std::size_t id) noexcept = 0;
+  /// Adds a slot (held batches: the ring grows) and returns its id, the slot count before.
+  /// Called by the consumer only; other slots may be in use meanwhile.
+  /// @throws out_of_memory, cuda_error; the stage is unchanged then.
+  virtual std::size_t add_slot() = 0;
   /// Adds the stage's counters to `out`.
   virtual void add_to(stats& out) const = 0;
 };
 
-/// The CUDA stage for `slots` slots of `host`'s layout.
+/// The CUDA stage for `slots` slots of `host`'s layout, which may grow to `max_slots`.
 /// @throws logic_error when gpufeed was built without CUDA or the device does not exist;
 /// out_of_memory (with the budget arithmetic) when the ring does not fit.
 [[nodiscard]] std::unique_ptr<device_stage> make_cuda_stage(slot_layout const& host,
                                                             std::size_t slots,
+                                                            std::size_t max_slots,
                                                             loader_options const& options);
 
 }  // namespace gpufeed::detail

@@ -22,10 +22,12 @@
 #include "gpufeed/dataset.hpp"
 #include "gpufeed/detail/autotuner.hpp"
 #include "gpufeed/detail/device_stage.hpp"
+#include "gpufeed/detail/given_order.hpp"
 #include "gpufeed/detail/latency_histogram.hpp"
 #include "gpufeed/detail/slot.hpp"
 #include "gpufeed/detail/slot_layout.hpp"
 #include "gpufeed/detail/trace_recorder.hpp"
+#include "gpufeed/error.hpp"
 #include "gpufeed/loader.hpp"
 #include "gpufeed/options.hpp"
 #include "gpufeed/sampler.hpp"
@@ -57,9 +59,13 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   /// Stops and joins the workers; idempotent; never throws.
   void stop() noexcept;
 
-  /// `consumer` overrides loader_options::consumer_stream (CUDA path only).
-  std::optional<batch> next(std::optional<stream_view> consumer = std::nullopt);
+  /// `consumer` overrides loader_options::consumer_stream (CUDA path only). Waits until the
+  /// batch is ready, the timeout, or `give_up_at`, whichever comes first; at `give_up_at` it
+  /// returns status::pending and consumes nothing.
+  next_result next(std::optional<stream_view> consumer = std::nullopt,
+                   clock::time_point give_up_at = clock::time_point::max());
   void set_epoch(std::uint64_t epoch);
+  void set_epoch(std::uint64_t epoch, epoch_order order);
   [[nodiscard]] std::uint64_t epoch() const;
   [[nodiscard]] loader_state state() const;
   void restore(loader_state const& state);
@@ -71,15 +77,29 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   void expect_tracing() const;
   /// Gives a leased slot back. Called by `batch`.
   void release(slot* s) noexcept;
+  /// Orders slot `s`'s release after `stream` too (batch::use_on). CUDA path only.
+  void use_on(slot const& s, stream_view stream);
 
   [[nodiscard]] slot_layout const& layout() const noexcept { return layout_; }
-  [[nodiscard]] batch_plan const& plan() const noexcept { return plan_; }
+  /// The sizes of the consumer's epoch's plan (for a given order: zeros until one is given).
+  struct plan_sizes {
+    std::size_t batches = 0;
+    std::size_t steps = 0;
+    std::size_t samples = 0;
+  };
+  [[nodiscard]] plan_sizes current_plan_sizes() const;
   [[nodiscard]] loader_options const& options() const noexcept { return options_; }
   /// The CUDA stage, or null on the host path.
   [[nodiscard]] device_stage const* stage() const noexcept { return stage_.get(); }
 
  private:
   // All *_locked functions expect mutex_ held.
+  /// The plan of `epoch`: the builtin one, or the order given for it (null when none is).
+  [[nodiscard]] batch_plan const* plan_locked(std::uint64_t epoch) const noexcept;
+  /// The dataset index at `position` of `epoch`'s shard (its plan must be known).
+  [[nodiscard]] std::size_t index_locked(std::uint64_t epoch, std::size_t position) const;
+  /// The dataset index of a slot's sample at `position` in the batch.
+  [[nodiscard]] std::size_t slot_index(slot const& s, std::size_t position) const noexcept;
   slot* find_work_locked();
   void assign_locked(slot& s);
   void flush_locked(cursor to);
@@ -90,6 +110,12 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   /// The sample the consumer's batch is waiting for, and a sentence about it.
   [[nodiscard]] std::pair<std::size_t, std::string> describe_wait_locked(slot const* s) const;
   void record_delivery_locked(slot const& s);
+  /// Held batches: adds one slot to a ring whose every slot is leased, with the lock released
+  /// during the allocation (`lock` is held again on return). Returns false when the ring is at
+  /// its limit (loader_options::held_batches_budget).
+  bool grow_locked(std::unique_lock<std::mutex>& lock);
+  /// The error next() raises when every slot is leased and the ring may not grow.
+  [[nodiscard]] logic_error all_leased_error_locked() const;
   /// Records next()'s wait (steady_ns() from `from` to `to`) for the batch at `consumer_`
   /// (`ready` slots seen) and, at most every ring_interval_ns_, the ring's occupancy.
   /// `ready` is nullopt for a wait that timed out.
@@ -155,7 +181,12 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   std::uint64_t window_batches_ = 0;
   std::uint64_t tune_changes_ = 0;
   std::uint64_t last_change_batch_ = 0;
+  // The ring: reserved for max_slots_ at construction, so that growing it never moves the
+  // vector (workers hold slot pointers; every access is under mutex_).
   std::vector<std::unique_ptr<slot>> slots_;
+  std::size_t max_slots_;                     // the held-batches limit, in slots
+  std::size_t grown_ = 0;                     // slots added because batches were held
+  std::shared_ptr<given_order const> given_;  // sample_order::given: the latest epoch's order
   std::uint64_t generation_ = 0;
   cursor producer_;  // the next batch to assign to a slot
   cursor consumer_;  // the next batch next() returns
@@ -165,7 +196,11 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   unsigned spinning_workers_ = 0;              // workers polling ring_events_ before they park
   std::atomic<std::uint64_t> ring_events_{0};  // bumped when work appears or a slot frees up
   bool consumer_waiting_ = false;              // next() blocked on ready_cv_
-  std::atomic<bool> stop_flag_{false};         // mirrors stopping_ for reads polling it
+  // A wait for the batch at consumer_ that try_next_for left pending: the timeout and the stall
+  // warnings count from its start. Cleared when a batch is delivered or the position changes.
+  std::optional<clock::time_point> pending_since_;
+  clock::time_point pending_warn_at_{};
+  std::atomic<bool> stop_flag_{false};  // mirrors stopping_ for reads polling it
   std::unique_ptr<worker_activity[]> activity_;
   std::vector<std::thread> threads_;
 

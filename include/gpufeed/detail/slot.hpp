@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gpufeed/batch_plan.hpp"
+#include "gpufeed/detail/given_order.hpp"
 
 namespace gpufeed::detail {
 
@@ -52,10 +53,11 @@ struct slot {
   // Guarded by the loader's mutex.
   state status = state::free;
   std::uint64_t generation = 0;
-  cursor at;                       // the batch it holds
-  std::size_t first_position = 0;  // shard position of its first sample
-  std::size_t count = 0;           // samples assigned; stable while a worker is attached
-  std::size_t delivered = 0;       // samples left after skipped ones are removed
+  cursor at;                                 // the batch it holds
+  std::shared_ptr<given_order const> order;  // its epoch's given order; null for the builtin one
+  std::size_t first_position = 0;            // shard position of its first sample
+  std::size_t count = 0;                     // samples assigned; stable while a worker is attached
+  std::size_t delivered = 0;                 // samples left after skipped ones are removed
   step_info step;
   unsigned attached = 0;  // workers filling it right now
   // Set by the completing worker, which holds the slot alone then (see finish_contents).

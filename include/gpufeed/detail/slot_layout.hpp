@@ -15,11 +15,14 @@ class slot_layout {
  public:
   /// Region alignment: enough for any dtype, vector loads and cudaMemcpy's fast paths.
   static constexpr std::size_t alignment = 256;
-  /// `bytes` rounded up to a multiple of `alignment`.
+  /// `bytes` rounded up to a multiple of `alignment`; `bytes` must be at most SIZE_MAX - 255
+  /// (checked_round_up checks it).
   [[nodiscard]] static constexpr std::size_t round_up(std::size_t bytes) noexcept {
     return (bytes + alignment - 1) / alignment * alignment;
   }
 
+  /// @throws logic_error naming batch_size and the field when a region or the slot's size does
+  /// not fit in std::size_t.
   slot_layout(sample_spec spec, std::size_t batch_size);
 
   [[nodiscard]] sample_spec const& spec() const noexcept { return spec_; }

@@ -1,8 +1,18 @@
 #pragma once
-// Linux's /proc, read and parsed for the system monitor. The parsers are pure functions of the
-// files' text (so the tests feed them fixtures); `read_proc_file` is the only one that touches
-// the file system. Every parser answers an empty optional for text it does not recognize
-// instead of throwing: a monitor must keep running on a kernel that formats a file differently.
+/// @file
+/// @brief Linux's /proc, read and parsed: what the system monitor samples, for programs that
+/// read the same files themselves (gpufeed-bench does). Part of `gpufeed::observe`.
+///
+/// @code
+/// if (auto const status = gpufeed::observe::read_proc_file("/proc/self/status")) {
+///   auto const peak = gpufeed::observe::parse_kb_field(*status, "VmHWM");  // bytes
+/// }
+/// @endcode
+///
+/// The parsers are pure functions of the files' text (so the tests feed them fixtures);
+/// `read_proc_file` is the only one that touches the file system. Every parser answers an empty
+/// optional for text it does not recognize instead of throwing: a monitor must keep running on a
+/// kernel that formats a file differently. Thread-safe: nothing here keeps state.
 
 #include <cstddef>
 #include <cstdint>
@@ -10,7 +20,7 @@
 #include <string>
 #include <string_view>
 
-namespace gpufeed::detail {
+namespace gpufeed::observe {
 
 /// CPU time of a process, in clock ticks (sysconf(_SC_CLK_TCK) per second).
 struct process_cpu_ticks {
@@ -71,4 +81,4 @@ struct memory_info {
 [[nodiscard]] std::optional<std::string> read_proc_file(char const* path,
                                                         std::size_t max_bytes = 1 << 16);
 
-}  // namespace gpufeed::detail
+}  // namespace gpufeed::observe

@@ -1,4 +1,4 @@
-#include "gpufeed/detail/nvml.hpp"
+#include "gpufeed/observe/detail/nvml.hpp"
 
 #include <dlfcn.h>
 #include <spdlog/spdlog.h>

@@ -1,4 +1,4 @@
-#include "gpufeed/progress.hpp"
+#include "gpufeed/observe/progress.hpp"
 
 #include <spdlog/spdlog.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "gpufeed/detail/utilization_window.hpp"
+#include "gpufeed/observe/detail/utilization_window.hpp"
 
 namespace gpufeed::detail {
 

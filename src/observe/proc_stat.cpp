@@ -1,4 +1,4 @@
-#include "gpufeed/detail/proc_stat.hpp"
+#include "gpufeed/observe/proc_stat.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <charconv>
 
-namespace gpufeed::detail {
+namespace gpufeed::observe {
 
 namespace {
 
@@ -158,4 +158,4 @@ std::optional<std::string> read_proc_file(char const* path, std::size_t max_byte
   return text;
 }
 
-}  // namespace gpufeed::detail
+}  // namespace gpufeed::observe

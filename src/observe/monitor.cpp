@@ -1,4 +1,4 @@
-#include "gpufeed/monitor.hpp"
+#include "gpufeed/observe/monitor.hpp"
 
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -9,14 +9,13 @@
 #include <string>
 #include <utility>
 
-#include "gpufeed/detail/host_resources.hpp"
 #include "gpufeed/detail/json_text.hpp"
-#include "gpufeed/detail/nvml.hpp"
-#include "gpufeed/detail/proc_stat.hpp"
-#include "gpufeed/detail/units.hpp"
-#include "gpufeed/detail/utilization_window.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/log.hpp"
+#include "gpufeed/observe/detail/nvml.hpp"
+#include "gpufeed/observe/detail/utilization_window.hpp"
+#include "gpufeed/observe/proc_stat.hpp"
+#include "gpufeed/observe/process.hpp"
 
 namespace gpufeed {
 
@@ -61,21 +60,21 @@ struct system_monitor::sampler {
   steady::time_point start = steady::now();
   long ticks_per_s = sysconf(_SC_CLK_TCK);
   long page_bytes = sysconf(_SC_PAGESIZE);
-  unsigned cpus = detail::usable_cpus();
+  unsigned cpus = observe::usable_cpus();
   steady::time_point last_time = start;
-  std::optional<detail::process_cpu_ticks> last_process;
-  std::optional<detail::system_cpu_ticks> last_system;
+  std::optional<observe::process_cpu_ticks> last_process;
+  std::optional<observe::system_cpu_ticks> last_system;
 
   sampler() { (void)read_cpu(); }
 
   // Reads both CPU counters; they become the baseline of the next call.
-  std::pair<std::optional<detail::process_cpu_ticks>, std::optional<detail::system_cpu_ticks>>
+  std::pair<std::optional<observe::process_cpu_ticks>, std::optional<observe::system_cpu_ticks>>
   read_cpu() {
-    auto const process_text = detail::read_proc_file("/proc/self/stat");
+    auto const process_text = observe::read_proc_file("/proc/self/stat");
     // The aggregate line comes first; the rest (one line per CPU, interrupts) is not needed.
-    auto const system_text = detail::read_proc_file("/proc/stat", 1024);
-    auto const process = process_text ? detail::parse_process_stat(*process_text) : std::nullopt;
-    auto const system = system_text ? detail::parse_system_stat(*system_text) : std::nullopt;
+    auto const system_text = observe::read_proc_file("/proc/stat", 1024);
+    auto const process = process_text ? observe::parse_process_stat(*process_text) : std::nullopt;
+    auto const system = system_text ? observe::parse_system_stat(*system_text) : std::nullopt;
     auto previous = std::pair{last_process, last_system};
     last_process = process;
     last_system = system;
@@ -94,27 +93,27 @@ struct system_monitor::sampler {
     sample.cpus = cpus;
     if (process_before && last_process && last_process->total() >= process_before->total() &&
         wall_s > 0) {
-      double const percent =
-          detail::cpu_percent(last_process->total() - process_before->total(), wall_s, ticks_per_s);
+      double const percent = observe::cpu_percent(last_process->total() - process_before->total(),
+                                                  wall_s, ticks_per_s);
       sample.process_cpu_percent = percent;
       sample.process_cpu_percent_of_cpus = percent / static_cast<double>(cpus);
     }
     if (system_before && last_system) {
-      sample.system_cpu_percent = detail::system_cpu_percent(*system_before, *last_system);
+      sample.system_cpu_percent = observe::system_cpu_percent(*system_before, *last_system);
     }
 
-    if (auto const statm = detail::read_proc_file("/proc/self/statm")) {
-      if (auto const pages = detail::parse_statm_resident_pages(*statm); pages && page_bytes > 0) {
+    if (auto const statm = observe::read_proc_file("/proc/self/statm")) {
+      if (auto const pages = observe::parse_statm_resident_pages(*statm); pages && page_bytes > 0) {
         sample.process_rss = *pages * static_cast<std::uint64_t>(page_bytes);
       }
     }
     if (!sample.process_rss) {
-      if (auto const status = detail::read_proc_file("/proc/self/status")) {
-        sample.process_rss = detail::parse_status_rss_bytes(*status);
+      if (auto const status = observe::read_proc_file("/proc/self/status")) {
+        sample.process_rss = observe::parse_status_rss_bytes(*status);
       }
     }
-    if (auto const text = detail::read_proc_file("/proc/meminfo")) {
-      if (auto const memory = detail::parse_meminfo(*text)) {
+    if (auto const text = observe::read_proc_file("/proc/meminfo")) {
+      if (auto const memory = observe::parse_meminfo(*text)) {
         sample.ram_used = memory->used();
         sample.ram_total = memory->total;
       }
@@ -216,9 +215,9 @@ void system_monitor::run() noexcept {
 
     std::optional<monitor_sample> sample;
     guarded(0, "a sample failed", [&] {
-      double const cpu_before = detail::thread_cpu_s();
+      double const cpu_before = observe::thread_cpu_seconds();
       sample = sampler_->take(*nvml_, gpu_index_);
-      sample->monitor_cpu_s = detail::thread_cpu_s() - cpu_before;
+      sample->monitor_cpu_s = observe::thread_cpu_seconds() - cpu_before;
       publish(*sample);
     });
     if (sample && options_.on_sample) {
