@@ -15,10 +15,12 @@
 #include <gpufeed/log.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <ctime>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -94,8 +96,26 @@ torch::Device resolve_device(std::string const& name) {
 #endif
 }
 
+// The current UTC time as ISO 8601 (2026-11-24T19:20:00Z).
+std::string utc_now() {
+  std::time_t const now = std::time(nullptr);
+  std::tm parts{};
+  gmtime_r(&now, &parts);
+  std::array<char, 32> text{};
+  std::strftime(text.data(), text.size(), "%Y-%m-%dT%H:%M:%SZ", &parts);
+  return text.data();
+}
+
+// The 1-minute load average, or -1 where the kernel does not say.
+double load_average() {
+  double load = -1;
+  return getloadavg(&load, 1) == 1 ? load : -1;
+}
+
 int run(flags const& f) {
   auto const start = std::chrono::steady_clock::now();
+  std::string const started_utc = utc_now();
+  double const load_at_start = load_average();  // before this run adds its own
   std::unique_ptr<std::ofstream> log;
   fs::path out_dir;
   if (!f.out_dir.empty()) {
@@ -195,7 +215,9 @@ int run(flags const& f) {
                                   .cpus = cpus,
                                   .dataset = images.root.string(),
                                   .commit = f.commit,
-                                  .command_line = f.command_line};
+                                  .command_line = f.command_line,
+                                  .date = started_utc,
+                                  .load_average = load_at_start};
   std::vector<std::string> written;
   std::string json = f.json;
   if (json.empty() && !out_dir.empty()) json = (out_dir / "train_classifier.json").string();

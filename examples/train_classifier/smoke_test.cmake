@@ -1,6 +1,7 @@
 # ctest's example.train_classifier: runs `train_classifier --quick` and checks that it exits 0,
 # prints the gpufeed / libtorch ratio line and the sentence on where the difference comes from,
-# and writes its chart (an SVG with a line per series) and its JSON next to its log.
+# and writes its chart (an SVG with a line per series) and its JSON (with its date and ratio)
+# next to its log.
 #   cmake -DPROGRAM=<train_classifier> -DCACHE_DIR=<dir> -P smoke_test.cmake
 set(out_dir "${CACHE_DIR}/out")
 file(REMOVE_RECURSE "${out_dir}")
@@ -27,4 +28,13 @@ list(LENGTH lines line_count)
 if(NOT svg MATCHES "^<svg xmlns=\"http://www.w3.org/2000/svg\"" OR NOT svg MATCHES "</svg>\n$"
    OR line_count LESS 4)
   message(FATAL_ERROR "train_classifier.svg is not the chart (${line_count} polylines)")
+endif()
+# The JSON is evidence only if it says when it ran and parses as JSON (string(JSON) fails the
+# script on a syntax error).
+file(READ "${out_dir}/train_classifier.json" json)
+string(JSON date GET "${json}" date)
+string(JSON ratio GET "${json}" samples_per_s_ratio)
+if(NOT date MATCHES "^[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]Z$"
+   OR NOT ratio MATCHES "^[0-9.e+-]+$")
+  message(FATAL_ERROR "train_classifier.json: date '${date}', samples_per_s_ratio '${ratio}'")
 endif()

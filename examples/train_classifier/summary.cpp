@@ -164,7 +164,9 @@ void write_json(std::filesystem::path const& path, run_settings const& s,
   for (std::size_t i = 0; i < s.command_line.size(); ++i) {
     out << (i == 0 ? "" : ", ") << quoted(s.command_line[i]);
   }
-  out << "],\n  \"commit\": " << quoted(s.commit) << ",\n"
+  out << "],\n  \"commit\": " << quoted(s.commit) << ",\n  \"date\": " << quoted(s.date)
+      << ",\n  \"load_average\": "
+      << (s.load_average >= 0 ? number(s.load_average) : std::string{"null"}) << ",\n"
       << "  \"settings\": {\"train_images\": " << s.train_images
       << ", \"held_out_images\": " << s.held_out_images << ", \"min_side\": " << s.min_side
       << ", \"max_side\": " << s.max_side << ", \"dataset_bytes\": " << s.dataset_bytes

@@ -32,6 +32,10 @@ struct run_settings {
   std::string dataset;
   std::string commit;  ///< as given with --commit (scripts/demo passes git's), else empty
   std::vector<std::string> command_line;
+  std::string date;  ///< when the run started, UTC, ISO 8601
+  /// The 1-minute load average when the run started (other processes' load on a shared
+  /// machine); negative where the kernel does not say.
+  double load_average = -1;
 };
 
 /// gpufeed's samples/s over libtorch's, when both ran.
