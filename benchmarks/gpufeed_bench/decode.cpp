@@ -196,11 +196,20 @@ CLI::App* add_decode_command(CLI::App& app, decode_config& config) {
   command->add_option("--seed", config.seed, "Seed of the generated set and of the shuffle")
       ->type_name("N")
       ->capture_default_str();
+  command
+      ->add_option("--limit-dct", config.limit_dct,
+                   "The decode limit's inverse DCT: fast (JDCT_IFAST, as tjbench -fastdct; the "
+                   "goals' limit) or accurate (JDCT_ISLOW, libjpeg's default, which the pipeline "
+                   "uses as PIL and OpenCV do)")
+      ->type_name("fast|accurate")
+      ->check(CLI::IsMember({"fast", "accurate"}))
+      ->capture_default_str();
   command->footer(
       "Each pair runs the decode limit, then the pipeline, on the same files, for the same number "
       "of images (--batches x --batch-size). The limit: --workers threads decode whole images "
-      "from memory with libjpeg's API as tjbench -fastdct does (JDCT_IFAST, fancy upsampling, "
-      "RGB), nothing else. The pipeline: a fresh gpufeed::loader (shuffled) over "
+      "from memory with libjpeg's API as tjbench -fastdct does (JDCT_IFAST unless --limit-dct "
+      "accurate, fancy upsampling, RGB), nothing else. The pipeline: a fresh gpufeed::loader "
+      "(shuffled) over "
       "gpufeed::image_folder, which reads each file, decodes only the rows and columns its crop "
       "needs at the smallest DCT scale that covers the output, and resizes into the batch. "
       "ratio = median over pairs of pipeline images/s / limit images/s; goals: whole >= 0.9, the "
@@ -214,6 +223,7 @@ report run_decode(decode_config const& config, std::ostream& progress) {
   std::vector<decode_case> cases;
   for (auto const& name : config.cases) cases.push_back(make_case(name, config));
 
+  limit_dct const dct = config.limit_dct == "accurate" ? limit_dct::accurate : limit_dct::fast;
   std::unique_ptr<scratch_folder> generated;
   fs::path root = config.folder;
   if (root.empty()) {
@@ -250,7 +260,7 @@ report run_decode(decode_config const& config, std::ostream& progress) {
     std::vector<double> limit_rates, rates, ratios, read_us, decode_us, resize_us, busy,
         decoded_share;
     for (std::size_t r = 0; r < config.repeats; ++r) {
-      auto const limit = measure_decode_limit(files, threads, images_per_run);
+      auto const limit = measure_decode_limit(files, threads, images_per_run, dct);
       auto const run = run_pipeline(folders[k], config, r);
       double const limit_rate = limit.images_per_s();
       double const rate = static_cast<double>(run.delivered.samples) / run.seconds;
@@ -299,11 +309,13 @@ report run_decode(decode_config const& config, std::ostream& progress) {
   bench_result limit_row;
   limit_row.loader = "libjpeg_turbo_limit";
   limit_row.samples_per_s = median(all_limit_rates);
-  limit_row.details = {{"threads", threads},
-                       {"method",
-                        "libjpeg API, JDCT_IFAST, fancy upsampling, RGB, whole images "
-                        "from memory (tjbench -fastdct)"},
-                       {"samples_per_s_runs", all_limit_rates}};
+  limit_row.details = {
+      {"threads", threads},
+      {"method", dct == limit_dct::fast ? "libjpeg API, JDCT_IFAST, fancy upsampling, RGB, whole "
+                                          "images from memory (tjbench -fastdct)"
+                                        : "libjpeg API, JDCT_ISLOW, fancy upsampling, RGB, whole "
+                                          "images from memory (tjbench)"},
+      {"samples_per_s_runs", all_limit_rates}};
 
   report rep;
   rep.command = "decode";

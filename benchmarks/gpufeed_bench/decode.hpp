@@ -33,6 +33,9 @@ struct decode_config {
   std::size_t repeats = 5;  ///< interleaved limit/pipeline pairs per case
   std::size_t warmup = 2;   ///< untimed batches before each timed loader run
   std::uint64_t seed = 1;   ///< generated set and the loader's shuffle
+  /// The limit's inverse DCT: "fast" (tjbench -fastdct, the goals' limit) or "accurate"
+  /// (JDCT_ISLOW, what the pipeline decodes with), to see how much of a gap the DCT makes.
+  std::string limit_dct = "fast";
 };
 
 /// Registers the `decode` subcommand and its flags, which write into `config`.

@@ -33,8 +33,8 @@ extern "C" void decode_limit_error_exit(j_common_ptr info) {
 // Decodes `bytes` whole into `pixels` (grown as needed); false if libjpeg fails. Only trivially
 // destructible locals live across the setjmp.
 bool decode_whole(jpeg_decompress_struct& info, failure& err,
-                  std::vector<unsigned char> const& bytes, std::vector<unsigned char>& pixels,
-                  std::uint64_t& decoded_pixels) noexcept {
+                  std::vector<unsigned char> const& bytes, J_DCT_METHOD dct,
+                  std::vector<unsigned char>& pixels, std::uint64_t& decoded_pixels) noexcept {
   if (setjmp(err.jump) != 0) {
     jpeg_abort_decompress(&info);
     return false;
@@ -42,7 +42,7 @@ bool decode_whole(jpeg_decompress_struct& info, failure& err,
   jpeg_mem_src(&info, bytes.data(), static_cast<unsigned long>(bytes.size()));
   (void)jpeg_read_header(&info, TRUE);
   info.out_color_space = JCS_RGB;
-  info.dct_method = JDCT_IFAST;  // tjbench -fastdct
+  info.dct_method = dct;
   (void)jpeg_start_decompress(&info);
   std::size_t const stride =
       std::size_t{info.output_width} * static_cast<std::size_t>(info.output_components);
@@ -100,9 +100,10 @@ std::size_t largest_image_bytes(jpeg_files const& files) {
 }  // namespace
 
 decode_limit_run measure_decode_limit(jpeg_files const& files, unsigned threads,
-                                      std::uint64_t images) {
+                                      std::uint64_t images, limit_dct dct) {
   if (files.empty() || threads == 0) throw std::invalid_argument{"decode limit: nothing to decode"};
   std::size_t const buffer_bytes = largest_image_bytes(files);
+  J_DCT_METHOD const method = dct == limit_dct::fast ? JDCT_IFAST : JDCT_ISLOW;
   std::atomic<std::uint64_t> pixels{0};
   std::atomic<bool> failed{false};
   std::barrier start{static_cast<std::ptrdiff_t>(threads) + 1};
@@ -116,7 +117,7 @@ decode_limit_run measure_decode_limit(jpeg_files const& files, unsigned threads,
       std::uint64_t mine = 0;
       start.arrive_and_wait();
       for (std::uint64_t i = t; i < images; i += threads) {
-        if (!decode_whole(d.info, d.err, files[i % files.size()], buffer, mine)) {
+        if (!decode_whole(d.info, d.err, files[i % files.size()], method, buffer, mine)) {
           failed = true;
           break;
         }

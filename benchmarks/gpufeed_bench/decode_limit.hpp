@@ -20,12 +20,19 @@ struct decode_limit_run {
   }
 };
 
+/// Which inverse DCT the limit decodes with.
+enum class limit_dct : std::uint8_t {
+  fast,      ///< JDCT_IFAST, as tjbench -fastdct: the limit the goals are judged against
+  accurate,  ///< JDCT_ISLOW, libjpeg's default, which the image datasets (as PIL, OpenCV) use
+};
+
 /// Decodes `images` images of `files` on `threads` threads (thread t takes files t, t +
-/// threads, ..., round the set), each whole, from memory, with libjpeg's API as tjbench
-/// -fastdct does: the fast integer inverse DCT (JDCT_IFAST), fancy upsampling, RGB output into a
-/// buffer each thread allocates once. No file reading, cropping or resizing.
+/// threads, ..., round the set), each whole, from memory, with libjpeg's API as tjbench does:
+/// the inverse DCT `dct`, fancy upsampling, RGB output into a buffer each thread allocates once.
+/// No file reading, cropping or resizing.
 /// @throws std::runtime_error if a file does not decode.
 [[nodiscard]] decode_limit_run measure_decode_limit(jpeg_files const& files, unsigned threads,
-                                                    std::uint64_t images);
+                                                    std::uint64_t images,
+                                                    limit_dct dct = limit_dct::fast);
 
 }  // namespace gpufeed::bench
