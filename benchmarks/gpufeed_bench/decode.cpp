@@ -150,60 +150,39 @@ CLI::App* add_decode_command(CLI::App& app, decode_config& config) {
                    "An image_folder (root/<class>/*.jpg) to measure (default: a generated set of "
                    "--images photograph-like JPEGs, removed afterwards)")
       ->type_name("DIR");
-  command->add_option("--images", config.images, "Generated set: number of JPEGs")
-      ->type_name("N")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1000000}))
-      ->capture_default_str();
-  command->add_option("--image-width", config.image_width, "Generated set: width in pixels")
-      ->type_name("PX")
-      ->check(CLI::Range(16, 8192))
-      ->capture_default_str();
-  command->add_option("--image-height", config.image_height, "Generated set: height in pixels")
-      ->type_name("PX")
-      ->check(CLI::Range(16, 8192))
-      ->capture_default_str();
-  command->add_option("--quality", config.quality, "Generated set: JPEG quality (1-100)")
-      ->type_name("Q")
-      ->check(CLI::Range(1, 100))
-      ->capture_default_str();
-  command
-      ->add_option("--output", config.output,
-                   "Output side in pixels of the whole, center and random cases")
-      ->type_name("PX")
-      ->check(CLI::Range(8, 4096))
-      ->capture_default_str();
-  command->add_option("--small-output", config.small_output, "Output side of random_small")
-      ->type_name("PX")
-      ->check(CLI::Range(8, 4096))
-      ->capture_default_str();
-  command
-      ->add_option("--cases", config.cases,
-                   "Which pipelines to measure, comma-separated: whole (RandomResizedCrop with "
-                   "scale 1: the whole image resized), center (resize + centre crop), random "
-                   "(RandomResizedCrop + flip), random_small (the same to --small-output)")
-      ->delimiter(',')
-      ->type_name("LIST")
-      ->capture_default_str();
-  command
-      ->add_option("--repeats", config.repeats,
-                   "Limit/pipeline pairs per case, interleaved; the report gives medians")
-      ->type_name("N")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1000}))
-      ->capture_default_str();
-  command->add_option("--warmup", config.warmup, "Untimed batches before each timed loader run")
-      ->type_name("N")
-      ->capture_default_str();
-  command->add_option("--seed", config.seed, "Seed of the generated set and of the shuffle")
-      ->type_name("N")
-      ->capture_default_str();
-  command
-      ->add_option("--limit-dct", config.limit_dct,
-                   "The decode limit's inverse DCT: fast (JDCT_IFAST, as tjbench -fastdct; the "
-                   "goals' limit) or accurate (JDCT_ISLOW, libjpeg's default, which the pipeline "
-                   "uses as PIL and OpenCV do; for analysis: no goals are judged against it)")
-      ->type_name("fast|accurate")
-      ->check(CLI::IsMember({"fast", "accurate"}))
-      ->capture_default_str();
+  add_value(*command, "--images", config.images, "Generated set: number of JPEGs", "N")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1000000}));
+  add_value(*command, "--image-width", config.image_width, "Generated set: width in pixels", "PX")
+      ->check(CLI::Range(16, 8192));
+  add_value(*command, "--image-height", config.image_height, "Generated set: height in pixels",
+            "PX")
+      ->check(CLI::Range(16, 8192));
+  add_value(*command, "--quality", config.quality, "Generated set: JPEG quality (1-100)", "Q")
+      ->check(CLI::Range(1, 100));
+  add_value(*command, "--output", config.output,
+            "Output side in pixels of the whole, center and random cases", "PX")
+      ->check(CLI::Range(8, 4096));
+  add_value(*command, "--small-output", config.small_output, "Output side of random_small", "PX")
+      ->check(CLI::Range(8, 4096));
+  add_value(*command, "--cases", config.cases,
+            "Which pipelines to measure, comma-separated: whole (RandomResizedCrop with scale 1: "
+            "the whole image resized), center (resize + centre crop), random (RandomResizedCrop + "
+            "flip), random_small (the same to --small-output)",
+            "LIST")
+      ->delimiter(',');
+  add_value(*command, "--repeats", config.repeats,
+            "Limit/pipeline pairs per case, interleaved; the goals are the median of their ratios",
+            "N")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1000}));
+  add_value(*command, "--warmup", config.warmup, "Untimed batches before each timed loader run",
+            "N");
+  add_value(*command, "--seed", config.seed, "Seed of the generated set and of the shuffle", "N");
+  add_value(*command, "--limit-dct", config.limit_dct,
+            "The decode limit's inverse DCT: fast (JDCT_IFAST, as tjbench -fastdct; the goals' "
+            "limit) or accurate (JDCT_ISLOW, libjpeg's default, which the pipeline uses as PIL "
+            "and OpenCV do; for analysis: no goals are judged against it)",
+            "fast|accurate")
+      ->check(CLI::IsMember({"fast", "accurate"}));
   command->footer(
       "Each pair runs the decode limit, then the pipeline, on the same files, for the same number "
       "of images (--batches x --batch-size). The limit: --workers threads decode whole images "
