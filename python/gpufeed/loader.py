@@ -297,10 +297,14 @@ class DataLoader:
 
     def __iter__(self):
         self._start_epoch()
-        if self._iterator is None:
-            self._iterator = _Iterator(self)
-        self._iterator._generation += 1
-        return self._iterator
+        iterator = self._iterator() if self._iterator is not None else None
+        if iterator is None:
+            iterator = _Iterator(self)
+            # Weakly: the iterator holds the loader, and a cycle would keep the workers and the
+            # ring alive after `del loader` until Python's garbage collector runs.
+            self._iterator = weakref.ref(iterator)
+        iterator._generation += 1
+        return iterator
 
     def set_epoch(self, epoch):
         """Makes the next ``iter()`` start ``epoch`` (the shuffle and the augmentations depend

@@ -2,12 +2,16 @@
 
 #include <pybind11/stl.h>
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "batch.hpp"
 #include "gpufeed/diagnosis.hpp"
@@ -32,6 +36,32 @@ class py_loader;
 // (a worker entering Python during finalization would be ended inside C++ code).
 std::mutex registry_mutex;
 std::set<py_loader*> registry;
+
+// Loaders closed on one of their own worker threads (Python's garbage collector runs wherever
+// Python allocates, so it can drop a loader in a reference cycle inside its own dataset's
+// __getitem__). A thread cannot join itself: another thread stops those loaders, and interpreter
+// exit waits for it. Under registry_mutex.
+struct deferred_stop {
+  std::thread thread;
+  std::shared_ptr<std::atomic<bool>> done;
+};
+std::vector<deferred_stop> deferred_stops;
+
+// Stops `l` on a new thread; joins the earlier such threads that have finished.
+void stop_elsewhere(loader&& l) {
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  std::thread stopper{[owned = std::make_unique<loader>(std::move(l)), done]() mutable {
+    owned.reset();  // joins the workers, the caller's included once its read returns
+    done->store(true);
+  }};
+  std::lock_guard const lock{registry_mutex};
+  std::erase_if(deferred_stops, [](deferred_stop& d) {
+    if (!d.done->load()) return false;
+    d.thread.join();
+    return true;
+  });
+  deferred_stops.push_back({std::move(stopper), std::move(done)});
+}
 
 class py_loader {
  public:
@@ -101,6 +131,9 @@ class py_loader {
   void close() {
     py::gil_scoped_release const released;
     std::lock_guard const lock{consumer_};
+    if (loader_ && python_data_ && python_data_->read_on_this_thread()) {
+      stop_elsewhere(std::move(*loader_));
+    }
     loader_.reset();  // joins the workers; they may take the GIL meanwhile
   }
 
@@ -191,6 +224,13 @@ void close_all() {
     open = registry;
   }
   for (auto* l : open) l->close();
+  std::vector<deferred_stop> stopping;
+  {
+    std::lock_guard const lock{registry_mutex};
+    stopping.swap(deferred_stops);
+  }
+  py::gil_scoped_release const released;  // their workers may need it to finish a read
+  for (auto& d : stopping) d.thread.join();
 }
 
 }  // namespace
