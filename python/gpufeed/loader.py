@@ -304,6 +304,7 @@ class DataLoader:
             # ring alive after `del loader` until Python's garbage collector runs.
             self._iterator = weakref.ref(iterator)
         iterator._generation += 1
+        iterator._ended = False
         return iterator
 
     def set_epoch(self, epoch):
@@ -426,14 +427,22 @@ class _Iterator:
     def __init__(self, loader):
         self._loader = loader
         self._generation = 0
+        self._ended = False  # the epoch's end was met: StopIteration until iter(loader)
+        self._lock = threading.Lock()
 
     def __iter__(self):
         return self
 
     def __next__(self):
-        batch = self._loader._next_batch()
-        if batch is None:
-            raise StopIteration
+        # One consumer at a time: once a thread meets the end of the epoch, the others stop
+        # too, instead of reading on into the next epoch the loader has started.
+        with self._lock:
+            if self._ended:
+                raise StopIteration
+            batch = self._loader._next_batch()
+            if batch is None:
+                self._ended = True
+                raise StopIteration
         return batch
 
     def __len__(self):
