@@ -47,6 +47,15 @@ struct deferred_stop {
 };
 std::vector<deferred_stop> deferred_stops;
 
+// Set by the atexit hook. A thread still waiting in next() then (a daemon thread) must not take
+// the GIL back: Python ends threads that do once it finalizes, by an unwind through C++ frames
+// that cannot be caught (std::terminate). Such a thread parks instead, and dies with the process.
+std::atomic<bool> interpreter_exiting{false};
+
+[[noreturn]] void park_forever() {
+  for (;;) std::this_thread::sleep_for(std::chrono::hours{1});
+}
+
 // Stops `l` on a new thread; joins the earlier such threads that have finished.
 void stop_elsewhere(loader&& l) {
   auto done = std::make_shared<std::atomic<bool>>(false);
@@ -96,10 +105,15 @@ class py_loader {
       next_result result;
       {
         py::gil_scoped_release const released;
-        std::lock_guard const lock{consumer_};
-        auto& l = open_loader();
-        result = stream ? l.try_next_for(signal_check_interval, stream_of(*stream))
-                        : l.try_next_for(signal_check_interval);
+        {
+          std::lock_guard const lock{consumer_};
+          if (!interpreter_exiting.load()) {
+            auto& l = open_loader();
+            result = stream ? l.try_next_for(signal_check_interval, stream_of(*stream))
+                            : l.try_next_for(signal_check_interval);
+          }
+        }
+        if (interpreter_exiting.load()) park_forever();
       }
       switch (result.what) {
         case next_result::status::ready:
@@ -309,7 +323,14 @@ void bind_loader(py::module_& m) {
   m.def(
       "state_epoch", [](std::string const& text) { return loader_state::parse(text).epoch; },
       py::arg("state"), "The epoch of a Loader.state() text.");
-  m.def("_close_all", &close_all, "Stops every open loader's workers (registered with atexit).");
+  m.def("_close_all", &close_all, "Stops every open loader's workers.");
+  m.def(
+      "_at_exit",
+      [] {
+        interpreter_exiting.store(true);
+        close_all();
+      },
+      "Registered with atexit: stops every loader, and parks threads still waiting in next().");
 }
 
 }  // namespace gpufeed::python
