@@ -33,8 +33,10 @@ psutil = pytest.importorskip("psutil")
 # only; on a loaded 2-core machine the scripts take a few seconds.
 CHILD_TIMEOUT_S = 120
 # What a child's stderr must never show: a crash (faulthandler's "Fatal Python error", abort,
-# segfault), std::terminate, or an exception swallowed at collection time.
+# segfault), std::terminate, a thread ended by an exception, or an exception swallowed at
+# collection time.
 CRASH_WORDS = ("Fatal Python error", "terminate called", "Segmentation fault", "Aborted",
+               "Exception in thread",
                "core dumped", "Exception ignored")
 
 
@@ -183,8 +185,10 @@ class _Child:
     """A child interpreter running _PRELUDE + body; stdout lines arrive on a queue."""
 
     def __init__(self, tmp_path, body, *args):
+        body = textwrap.dedent(body).lstrip("\n")
+        assert not body[:1].isspace(), "the child's body must dedent to module level"
         script = tmp_path / "child.py"
-        script.write_text(_PRELUDE + textwrap.dedent(body))
+        script.write_text(_PRELUDE + "\n" + body)
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
         env["PYTHONFAULTHANDLER"] = "1"  # a crash prints "Fatal Python error" and the stacks
@@ -490,7 +494,9 @@ _EXIT_CASES = {
         loader.close()
         assert float(kept[2][1, 0]) == 5.0
     ''',
-    # A daemon thread iterating when the main thread ends.
+    # A daemon thread waiting in next() when the main thread ends: it must not take the GIL
+    # back once the interpreter finalizes (Python ends such threads by an unwind that C++
+    # frames turn into std::terminate), nor die on "the loader is closed".
     "daemon_thread": '''
         data = make("python", 0.01)
         loader = gpufeed.DataLoader(data, batch_size=2, num_workers=2)
@@ -520,7 +526,7 @@ _EXIT_CASES = {
 @pytest.mark.timeout(CHILD_TIMEOUT_S + 30)
 @pytest.mark.parametrize("case", list(_EXIT_CASES))
 def test_exit_with_a_loader_alive(tmp_path, case):
-    child = _Child(tmp_path, _EXIT_CASES[case] + '\nprint("exiting", flush=True)\n')
+    child = _Child(tmp_path, textwrap.dedent(_EXIT_CASES[case]) + 'print("exiting", flush=True)\n')
     code, out, err = child.finish()
     _assert_no_crash(err)
     assert "Traceback" not in err, err[-4000:]
