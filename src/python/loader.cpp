@@ -50,7 +50,13 @@ std::vector<deferred_stop> deferred_stops;
 // Set by the atexit hook. A thread still waiting in next() then (a daemon thread) must not take
 // the GIL back: Python ends threads that do once it finalizes, by an unwind through C++ frames
 // that cannot be caught (std::terminate). Such a thread parks instead, and dies with the process.
+// The exiting thread itself never parks (an atexit hook of the user's may still call next()).
 std::atomic<bool> interpreter_exiting{false};
+std::atomic<std::thread::id> exiting_thread{};
+
+[[nodiscard]] bool must_park() noexcept {
+  return interpreter_exiting.load() && exiting_thread.load() != std::this_thread::get_id();
+}
 
 [[noreturn]] void park_forever() {
   for (;;) std::this_thread::sleep_for(std::chrono::hours{1});
@@ -107,13 +113,13 @@ class py_loader {
         py::gil_scoped_release const released;
         {
           std::lock_guard const lock{consumer_};
-          if (!interpreter_exiting.load()) {
+          if (!must_park()) {
             auto& l = open_loader();
             result = stream ? l.try_next_for(signal_check_interval, stream_of(*stream))
                             : l.try_next_for(signal_check_interval);
           }
         }
-        if (interpreter_exiting.load()) park_forever();
+        if (must_park()) park_forever();
       }
       switch (result.what) {
         case next_result::status::ready:
@@ -327,6 +333,7 @@ void bind_loader(py::module_& m) {
   m.def(
       "_at_exit",
       [] {
+        exiting_thread.store(std::this_thread::get_id());
         interpreter_exiting.store(true);
         close_all();
       },

@@ -535,6 +535,33 @@ def test_exit_with_a_loader_alive(tmp_path, case):
 
 
 @pytest.mark.timeout(CHILD_TIMEOUT_S + 30)
+def test_an_atexit_hook_that_runs_after_gpufeeds(tmp_path):
+    """gpufeed's own atexit hook closes every loader first; a hook of the user's that runs
+    later and asks for a batch gets ValueError, and the exit neither hangs nor crashes."""
+    child = _Child(tmp_path, '''
+        import atexit
+        data = make("python", 0.01)
+        it = iter(gpufeed.DataLoader(data, batch_size=2, num_workers=2))
+        next(it)
+
+        def late_hook():
+            try:
+                next(it)
+            except ValueError as e:
+                print("late hook:", e, flush=True)
+
+        # Hooks run last registered first: this one after gpufeed's.
+        atexit.unregister(gpufeed._gpufeed._at_exit)
+        atexit.register(late_hook)
+        atexit.register(gpufeed._gpufeed._at_exit)
+    ''')
+    code, out, err = child.finish()
+    _assert_no_crash(err)
+    assert code == 0, err[-4000:]
+    assert "late hook: the loader is closed" in out.splitlines()
+
+
+@pytest.mark.timeout(CHILD_TIMEOUT_S + 30)
 @pytest.mark.parametrize("kind", ["python", "python_gil", "bundled"])
 def test_sys_exit_inside_the_loop(tmp_path, kind):
     child = _Child(tmp_path, '''
