@@ -297,10 +297,15 @@ class DataLoader:
 
     def __iter__(self):
         self._start_epoch()
-        if self._iterator is None:
-            self._iterator = _Iterator(self)
-        self._iterator._generation += 1
-        return self._iterator
+        iterator = self._iterator() if self._iterator is not None else None
+        if iterator is None:
+            iterator = _Iterator(self)
+            # Weakly: the iterator holds the loader, and a cycle would keep the workers and the
+            # ring alive after `del loader` until Python's garbage collector runs.
+            self._iterator = weakref.ref(iterator)
+        iterator._generation += 1
+        iterator._ended = False
+        return iterator
 
     def set_epoch(self, epoch):
         """Makes the next ``iter()`` start ``epoch`` (the shuffle and the augmentations depend
@@ -427,14 +432,22 @@ class _Iterator:
     def __init__(self, loader):
         self._loader = loader
         self._generation = 0
+        self._ended = False  # the epoch's end was met: StopIteration until iter(loader)
+        self._lock = threading.Lock()
 
     def __iter__(self):
         return self
 
     def __next__(self):
-        batch = self._loader._next_batch()
-        if batch is None:
-            raise StopIteration
+        # One consumer at a time: once a thread meets the end of the epoch, the others stop
+        # too, instead of reading on into the next epoch the loader has started.
+        with self._lock:
+            if self._ended:
+                raise StopIteration
+            batch = self._loader._next_batch()
+            if batch is None:
+                self._ended = True
+                raise StopIteration
         return batch
 
     def __len__(self):

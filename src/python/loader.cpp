@@ -2,12 +2,16 @@
 
 #include <pybind11/stl.h>
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "batch.hpp"
 #include "gpufeed/diagnosis.hpp"
@@ -32,6 +36,47 @@ class py_loader;
 // (a worker entering Python during finalization would be ended inside C++ code).
 std::mutex registry_mutex;
 std::set<py_loader*> registry;
+
+// Loaders closed on one of their own worker threads (Python's garbage collector runs wherever
+// Python allocates, so it can drop a loader in a reference cycle inside its own dataset's
+// __getitem__). A thread cannot join itself: another thread stops those loaders, and interpreter
+// exit waits for it. Under registry_mutex.
+struct deferred_stop {
+  std::thread thread;
+  std::shared_ptr<std::atomic<bool>> done;
+};
+std::vector<deferred_stop> deferred_stops;
+
+// Set by the atexit hook. A thread still waiting in next() then (a daemon thread) must not take
+// the GIL back: Python ends threads that do once it finalizes, by an unwind through C++ frames
+// that cannot be caught (std::terminate). Such a thread parks instead, and dies with the process.
+// The exiting thread itself never parks (an atexit hook of the user's may still call next()).
+std::atomic<bool> interpreter_exiting{false};
+std::atomic<std::thread::id> exiting_thread{};
+
+[[nodiscard]] bool must_park() noexcept {
+  return interpreter_exiting.load() && exiting_thread.load() != std::this_thread::get_id();
+}
+
+[[noreturn]] void park_forever() {
+  for (;;) std::this_thread::sleep_for(std::chrono::hours{1});
+}
+
+// Stops `l` on a new thread; joins the earlier such threads that have finished.
+void stop_elsewhere(loader&& l) {
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  std::thread stopper{[owned = std::make_unique<loader>(std::move(l)), done]() mutable {
+    owned.reset();  // joins the workers, the caller's included once its read returns
+    done->store(true);
+  }};
+  std::lock_guard const lock{registry_mutex};
+  std::erase_if(deferred_stops, [](deferred_stop& d) {
+    if (!d.done->load()) return false;
+    d.thread.join();
+    return true;
+  });
+  deferred_stops.push_back({std::move(stopper), std::move(done)});
+}
 
 class py_loader {
  public:
@@ -69,10 +114,15 @@ class py_loader {
       next_result result;
       {
         py::gil_scoped_release const released;
-        std::lock_guard const lock{consumer_};
-        auto& l = open_loader();
-        result = stream ? l.try_next_for(signal_check_interval, stream_of(*stream))
-                        : l.try_next_for(signal_check_interval);
+        {
+          std::lock_guard const lock{consumer_};
+          if (!must_park()) {
+            auto& l = open_loader();
+            result = stream ? l.try_next_for(signal_check_interval, stream_of(*stream))
+                            : l.try_next_for(signal_check_interval);
+          }
+        }
+        if (must_park()) park_forever();
       }
       switch (result.what) {
         case next_result::status::ready:
@@ -105,6 +155,9 @@ class py_loader {
   void close() {
     py::gil_scoped_release const released;
     std::lock_guard const lock{consumer_};
+    if (loader_ && python_data_ && python_data_->read_on_this_thread()) {
+      stop_elsewhere(std::move(*loader_));
+    }
     loader_.reset();  // joins the workers; they may take the GIL meanwhile
   }
 
@@ -195,6 +248,13 @@ void close_all() {
     open = registry;
   }
   for (auto* l : open) l->close();
+  std::vector<deferred_stop> stopping;
+  {
+    std::lock_guard const lock{registry_mutex};
+    stopping.swap(deferred_stops);
+  }
+  py::gil_scoped_release const released;  // their workers may need it to finish a read
+  for (auto& d : stopping) d.thread.join();
 }
 
 }  // namespace
@@ -276,7 +336,15 @@ void bind_loader(py::module_& m) {
   m.def(
       "state_epoch", [](std::string const& text) { return loader_state::parse(text).epoch; },
       py::arg("state"), "The epoch of a Loader.state() text.");
-  m.def("_close_all", &close_all, "Stops every open loader's workers (registered with atexit).");
+  m.def("_close_all", &close_all, "Stops every open loader's workers.");
+  m.def(
+      "_at_exit",
+      [] {
+        exiting_thread.store(std::this_thread::get_id());
+        interpreter_exiting.store(true);
+        close_all();
+      },
+      "Registered with atexit: stops every loader, and parks threads still waiting in next().");
 }
 
 }  // namespace gpufeed::python

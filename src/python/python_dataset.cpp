@@ -141,6 +141,10 @@ void python_dataset::read(std::size_t index, sample_view out, read_context const
   reads_.fetch_add(1, std::memory_order_relaxed);
 }
 
+bool python_dataset::read_on_this_thread() const noexcept {
+  return this_worker.inside && this_worker.dataset == dataset_.ptr();
+}
+
 gil_times python_dataset::times() const noexcept {
   return {static_cast<double>(wait_ns_.load()) * 1e-9,
           static_cast<double>(python_ns_.load()) * 1e-9,
