@@ -25,7 +25,10 @@ namespace {
 
 py::list spec_of(dataset const& d) {
   py::list out;
-  for (auto const& f : d.spec().fields()) {
+  // spec() returns by value: hold it, as fields() is a view into it (a range-for over
+  // d.spec().fields() would read a destroyed temporary; C++20 does not extend its life).
+  auto const spec = d.spec();
+  for (auto const& f : spec.fields()) {
     out.append(py::make_tuple(f.name, std::string{to_string(f.type)}, py::tuple(py::cast(f.shape))));
   }
   return out;
