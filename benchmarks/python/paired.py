@@ -48,19 +48,38 @@ def batch_samples(batch):
     return int(batch.shape[0])
 
 
+def tree_cpu_seconds():
+    """User + system CPU seconds of this process and its live descendants (torch's worker
+    processes): what a run cost in CPU, whatever share of the cores other load left it."""
+    import psutil
+
+    me = psutil.Process()
+    total = 0.0
+    for p in [me] + me.children(recursive=True):
+        try:
+            t = p.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += t.user + t.system
+    return total
+
+
 def timed(stream, warmup, batches):
     """Takes `warmup` untimed batches from `stream` (fills the ring or the workers' queues
     again after the pause between runs), then times `batches` more: {"seconds", "samples",
-    "batches", "samples_per_s"}."""
+    "batches", "samples_per_s", "cpu_ms_per_sample"}. The CPU time is the whole process tree's
+    over the timed batches (the other loaders of the process sit idle with full queues then)."""
     for _ in range(warmup):
         next(stream)
     samples = 0
+    cpu = tree_cpu_seconds()
     start = time.perf_counter()
     for _ in range(batches):
         samples += batch_samples(next(stream))
     seconds = time.perf_counter() - start
+    cpu = tree_cpu_seconds() - cpu
     return {"seconds": seconds, "samples": samples, "batches": batches,
-            "samples_per_s": samples / seconds}
+            "samples_per_s": samples / seconds, "cpu_ms_per_sample": 1e3 * cpu / samples}
 
 
 def paired(runners, repeats, ratios, log=print):
@@ -69,8 +88,9 @@ def paired(runners, repeats, ratios, log=print):
     runs first. `ratios` lists (numerator, denominator) names; the ratio of a repeat is the
     numerator's samples/s over the denominator's in the same repeat. Returns {"runs": {name:
     [run, ...]}, "median_samples_per_s": {name: x}, "ratios": {"a/b": [per repeat]},
-    "median_ratio": {"a/b": x}}: goals are judged on the median of the paired ratios, never on
-    a ratio of medians."""
+    "median_ratio": {"a/b": x}, and where both sides measured CPU time "cpu_ratios" and
+    "median_cpu_ratio": b's CPU per sample over a's}: goals are judged on the median of the
+    paired ratios of samples/s, never on a ratio of medians."""
     names = list(runners)
     runs = {n: [] for n in names}
     for r in range(repeats):
@@ -87,8 +107,16 @@ def paired(runners, repeats, ratios, log=print):
         key = f"{a}/{b}"
         out["ratios"][key] = per_repeat
         out["median_ratio"][key] = statistics.median(per_repeat)
-        log(f"  {key}: median of paired ratios {out['median_ratio'][key]:.2f}x "
-            f"(per repeat: {', '.join(f'{x:.2f}' for x in per_repeat)})")
+        line = (f"  {key}: median of paired ratios {out['median_ratio'][key]:.2f}x "
+                f"(per repeat: {', '.join(f'{x:.2f}' for x in per_repeat)})")
+        if all("cpu_ms_per_sample" in x for x in runs[a] + runs[b]):
+            # CPU per sample, b's over a's: the ratio if both had the same cores to themselves.
+            cpu = [y["cpu_ms_per_sample"] / x["cpu_ms_per_sample"]
+                   for x, y in zip(runs[a], runs[b])]
+            out.setdefault("cpu_ratios", {})[key] = cpu
+            out.setdefault("median_cpu_ratio", {})[key] = statistics.median(cpu)
+            line += f"; CPU per sample {b} / {a}: {statistics.median(cpu):.2f}x"
+        log(line)
     return out
 
 
