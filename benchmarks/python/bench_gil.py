@@ -99,7 +99,6 @@ def main():
     p.add_argument("--workers", default="1,2,4,8")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--samples", type=int, default=4096, help="dataset length")
-    p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--batches", type=int, default=24, help="timed batches per run")
     p.add_argument("--cases", default="numpy,pil_decode,file_read,pure_python")
     a = p.parse_args()
@@ -121,7 +120,8 @@ def main():
             loader = gpufeed.DataLoader(data, batch_size=a.batch_size, shuffle=True, seed=0,
                                         num_workers=workers)
             try:
-                out = paired.timed(paired.endless(loader), a.warmup, a.batches)
+                out = paired.timed(paired.endless(loader), paired.warmup_batches(workers),
+                                   a.batches)
                 d = loader.diagnose()
                 diagnoses[workers].append({"kind": d.kind, "sentence": d.sentence})
                 out["diagnosis"] = d.kind

@@ -102,7 +102,8 @@ def main():
     p.add_argument("--samples", type=int, default=4096)
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--warmup", type=int, help="untimed batches before each run "
+                   "(default: paired.warmup_batches(workers))")
     p.add_argument("--chunk-window", type=int, default=16)
     p.add_argument("--torch-batches", default="contiguous=20,chunked=3",
                    help="timed batches of torch per file")
@@ -110,6 +111,7 @@ def main():
     p.add_argument("--chunk-aware-batches", type=int, default=30)
     p.add_argument("--files", default="contiguous,chunked")
     a = p.parse_args()
+    a.warmup = paired.warmup_batches(a.workers) if a.warmup is None else a.warmup
 
     folder = os.path.join(a.data, "hdf5")
     make_files(folder, a.samples)

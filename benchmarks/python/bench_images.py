@@ -92,11 +92,13 @@ def main():
     p.add_argument("--classes", type=int, default=8)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--warmup", type=int, default=2, help="untimed batches before each run")
-    p.add_argument("--torch-batches", type=int, default=6, help="timed batches of torch")
-    p.add_argument("--gpufeed-batches", type=int, default=24, help="timed batches of gpufeed")
+    p.add_argument("--warmup", type=int, help="untimed batches before each run "
+                   "(default: paired.warmup_batches(workers))")
+    p.add_argument("--torch-batches", type=int, default=8, help="timed batches of torch")
+    p.add_argument("--gpufeed-batches", type=int, default=16, help="timed batches of gpufeed")
     p.add_argument("--cases", default="train,eval")
     a = p.parse_args()
+    a.warmup = paired.warmup_batches(a.workers) if a.warmup is None else a.warmup
 
     root = os.path.join(a.data, "images")
     make_images(root, a.images, a.classes)

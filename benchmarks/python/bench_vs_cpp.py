@@ -121,7 +121,8 @@ def main():
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--prefetch-depth", type=int, default=4)
-    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--warmup", type=int, default=6,
+                   help="untimed batches before each run (more than --prefetch-depth)")
     p.add_argument("--chunk-window", type=int, default=16)
     p.add_argument("--batches", default="synthetic=150,memory=600,hdf5=600,hdf5_chunked=40,"
                    "images=8", help="timed batches per case (both sides)")

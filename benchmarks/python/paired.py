@@ -64,9 +64,17 @@ def tree_cpu_seconds():
     return total
 
 
+def warmup_batches(workers):
+    """Untimed batches before each timed run: more than a loader holds ready (gpufeed's default
+    ring is 2 x workers + 1 batches, torch's prefetch 2 x workers), so that the batches its
+    workers prepared during the pause between runs are consumed before the clock starts (a run
+    that began with them would count samples read while it was not timed)."""
+    return 2 * workers + 3
+
+
 def timed(stream, warmup, batches):
-    """Takes `warmup` untimed batches from `stream` (fills the ring or the workers' queues
-    again after the pause between runs), then times `batches` more: {"seconds", "samples",
+    """Takes `warmup` untimed batches from `stream` (see warmup_batches), then times `batches`
+    more: {"seconds", "samples",
     "batches", "samples_per_s", "cpu_ms_per_sample"}. The CPU time is the whole process tree's
     over the timed batches (the other loaders of the process sit idle with full queues then)."""
     for _ in range(warmup):
