@@ -72,21 +72,23 @@ def warmup_batches(workers):
     return 2 * workers + 3
 
 
-def timed(stream, warmup, batches):
+def timed(stream, warmup, batches, min_seconds=0.3):
     """Takes `warmup` untimed batches from `stream` (see warmup_batches), then times `batches`
-    more: {"seconds", "samples",
-    "batches", "samples_per_s", "cpu_ms_per_sample"}. The CPU time is the whole process tree's
-    over the timed batches (the other loaders of the process sit idle with full queues then)."""
+    more, and more again until `min_seconds` have passed (a run of a few milliseconds measures
+    the scheduler, and CPU times come in 10 ms ticks): {"seconds", "samples", "batches",
+    "samples_per_s", "cpu_ms_per_sample"}. The CPU time is the whole process tree's over the
+    timed batches (the other loaders of the process sit idle with full queues then)."""
     for _ in range(warmup):
         next(stream)
-    samples = 0
+    samples = taken = 0
     cpu = tree_cpu_seconds()
     start = time.perf_counter()
-    for _ in range(batches):
+    while taken < batches or time.perf_counter() - start < min_seconds:
         samples += batch_samples(next(stream))
+        taken += 1
     seconds = time.perf_counter() - start
     cpu = tree_cpu_seconds() - cpu
-    return {"seconds": seconds, "samples": samples, "batches": batches,
+    return {"seconds": seconds, "samples": samples, "batches": taken,
             "samples_per_s": samples / seconds, "cpu_ms_per_sample": 1e3 * cpu / samples}
 
 
@@ -208,8 +210,10 @@ def commit():
         return subprocess.run(["git", "-C", REPO, *args], capture_output=True, text=True,
                               check=False).stdout.strip()
 
-    return {"commit": git("rev-parse", "HEAD"),
-            "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+    # Dirty: a tracked file differs from the commit, other than the results being written.
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".",
+                  ":(exclude)docs/benchmarks/python")
+    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(changed)}
 
 
 def report(name, config, results, goals, out_dir=None):
