@@ -16,7 +16,6 @@ On an N-core machine, GIL-free work can scale up to about N x; pure Python canno
   PYTHONPATH=build/python /usr/bin/python3 benchmarks/python/bench_gil.py [--repeats 3]
 """
 
-import argparse
 import glob
 import io
 import os
@@ -93,9 +92,7 @@ class PurePython:
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    paired.common_arguments(p, repeats=3)
+    p = paired.parser(__doc__, repeats=3)
     p.add_argument("--workers", default="1,2,4,8")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--samples", type=int, default=4096, help="dataset length")

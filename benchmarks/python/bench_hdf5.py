@@ -14,7 +14,6 @@ cache_chunks=32: each chunk is inflated about once per epoch instead of once per
   PYTHONPATH=build/python /usr/bin/python3 benchmarks/python/bench_hdf5.py [--repeats 5]
 """
 
-import argparse
 import os
 import sys
 
@@ -96,22 +95,15 @@ def gpufeed_loader(path, batch_size, workers, chunk_window=0):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    paired.common_arguments(p)
+    p = paired.loader_parser(__doc__, batch_size=64)
     p.add_argument("--samples", type=int, default=4096)
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--warmup", type=int, help="untimed batches before each run "
-                   "(default: paired.warmup_batches(workers))")
     p.add_argument("--chunk-window", type=int, default=16)
     p.add_argument("--torch-batches", default="contiguous=20,chunked=3",
                    help="timed batches of torch per file")
     p.add_argument("--gpufeed-batches", default="contiguous=300,chunked=4")
     p.add_argument("--chunk-aware-batches", type=int, default=30)
     p.add_argument("--files", default="contiguous,chunked")
-    a = p.parse_args()
-    a.warmup = paired.warmup_batches(a.workers) if a.warmup is None else a.warmup
+    a = paired.parse(p)
 
     folder = os.path.join(a.data, "hdf5")
     make_files(folder, a.samples)

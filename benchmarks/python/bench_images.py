@@ -17,7 +17,6 @@ The JPEGs (photograph-sized, 400-500 px, seeded textures) are made once into --d
   PYTHONPATH=build/python /usr/bin/python3 benchmarks/python/bench_images.py [--repeats 5]
 """
 
-import argparse
 import os
 import sys
 
@@ -85,20 +84,13 @@ def gpufeed_loader(root, case, batch_size, workers, reduced_decoding=True):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    paired.common_arguments(p)
+    p = paired.loader_parser(__doc__, batch_size=32)
     p.add_argument("--images", type=int, default=512)
     p.add_argument("--classes", type=int, default=8)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--warmup", type=int, help="untimed batches before each run "
-                   "(default: paired.warmup_batches(workers))")
     p.add_argument("--torch-batches", type=int, default=8, help="timed batches of torch")
     p.add_argument("--gpufeed-batches", type=int, default=16, help="timed batches of gpufeed")
     p.add_argument("--cases", default="train,eval")
-    a = p.parse_args()
-    a.warmup = paired.warmup_batches(a.workers) if a.warmup is None else a.warmup
+    a = paired.parse(p)
 
     root = os.path.join(a.data, "images")
     make_images(root, a.images, a.classes)

@@ -71,22 +71,15 @@ def memory_child(name, a):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    paired.common_arguments(p)
+    p = paired.loader_parser(__doc__, batch_size=64)
     p.add_argument("--samples", type=int, default=2048)
     p.add_argument("--side", type=int, default=128, help="images uint8 [3, SIDE, SIDE]")
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--warmup", type=int, help="untimed batches before each run "
-                   "(default: paired.warmup_batches(workers))")
     p.add_argument("--torch-batches", type=int, default=20)
     p.add_argument("--gpufeed-batches", type=int, default=40)
     p.add_argument("--memory-batches", type=int, default=64, help="batches per memory run")
     p.add_argument("--memory-repeats", type=int, default=2)
     p.add_argument("--memory-peer", help=argparse.SUPPRESS)
-    a = p.parse_args()
-    a.warmup = paired.warmup_batches(a.workers) if a.warmup is None else a.warmup
+    a = paired.parse(p)
     if a.memory_peer:
         memory_child(a.memory_peer, a)
         return

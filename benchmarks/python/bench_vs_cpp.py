@@ -19,7 +19,6 @@ way; each batch becomes torch tensors (DLPack) and is dropped at once. Cases:
   PYTHONPATH=build/python /usr/bin/python3 benchmarks/python/bench_vs_cpp.py [--bench build/bin/gpufeed-bench]
 """
 
-import argparse
 import json
 import os
 import subprocess
@@ -112,9 +111,7 @@ def run_python(a, data, options, batches):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    paired.common_arguments(p)
+    p = paired.parser(__doc__)
     p.add_argument("--bench", default=os.path.join(paired.REPO, "build", "bin", "gpufeed-bench"))
     p.add_argument("--samples", type=int, default=4096, help="synthetic and memory samples")
     p.add_argument("--cpu-cost-us", type=float, default=20.0)

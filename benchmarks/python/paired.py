@@ -238,10 +238,32 @@ def goal(name, measured, target, statistic):
             "statistic": statistic, "met": measured >= target}
 
 
-def common_arguments(parser, repeats=5):
-    """--repeats, --out (results folder), --data (cache of generated inputs), --quick."""
-    parser.add_argument("--repeats", type=int, default=repeats)
-    parser.add_argument("--out", default=RESULTS, help="folder of the JSON results")
-    parser.add_argument("--data", default=os.path.join(REPO, "build", "bench-python-data"),
-                        help="cache of the generated inputs (made once, reused)")
-    return parser
+def parser(doc, repeats=5):
+    """A script's argument parser (its docstring as help) with --repeats, --out (results folder)
+    and --data (cache of generated inputs)."""
+    import argparse
+
+    p = argparse.ArgumentParser(description=doc,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--repeats", type=int, default=repeats)
+    p.add_argument("--out", default=RESULTS, help="folder of the JSON results")
+    p.add_argument("--data", default=os.path.join(REPO, "build", "bench-python-data"),
+                   help="cache of the generated inputs (made once, reused)")
+    return p
+
+
+def loader_parser(doc, batch_size):
+    """parser() plus the loaders' shared settings: --batch-size, --workers, --warmup."""
+    p = parser(doc)
+    p.add_argument("--batch-size", type=int, default=batch_size)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--warmup", type=int, help="untimed batches before each run "
+                   "(default: warmup_batches(workers))")
+    return p
+
+
+def parse(p):
+    """The arguments of a loader_parser(), --warmup resolved."""
+    a = p.parse_args()
+    a.warmup = warmup_batches(a.workers) if a.warmup is None else a.warmup
+    return a
