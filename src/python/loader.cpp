@@ -9,7 +9,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -35,8 +34,10 @@ class py_loader;
 
 // Every open loader, so that interpreter exit can stop their workers before Python goes away
 // (a worker entering Python during finalization would be ended inside C++ code).
+// Weak references: a loader dropped meanwhile is simply gone, and one being closed at exit is
+// kept alive by the closer.
 std::mutex registry_mutex;
-std::set<py_loader*> registry;
+std::vector<std::weak_ptr<py_loader>> registry;
 
 // Loaders closed on one of their own worker threads (Python's garbage collector runs wherever
 // Python allocates, so it can drop a loader in a reference cycle inside its own dataset's
@@ -95,17 +96,19 @@ class py_loader {
       auto* writable = const_cast<python_dataset*>(python_data_.get());
       writable->set_workers(loader_->options().workers);
     }
-    std::lock_guard const lock{registry_mutex};
-    registry.insert(this);
   }
 
-  ~py_loader() {
-    {
-      std::lock_guard const lock{registry_mutex};
-      registry.erase(this);
-    }
-    close();
+  /// Makes a loader that interpreter exit will close.
+  static std::shared_ptr<py_loader> open(std::shared_ptr<dataset const> data,
+                                         py::dict const& kwargs) {
+    auto made = std::make_shared<py_loader>(std::move(data), kwargs);
+    std::lock_guard const lock{registry_mutex};
+    std::erase_if(registry, [](auto const& w) { return w.expired(); });
+    registry.push_back(made);
+    return made;
   }
+
+  ~py_loader() { close(); }
 
   py_loader(py_loader const&) = delete;
   py_loader& operator=(py_loader const&) = delete;
@@ -253,12 +256,14 @@ class py_loader {
 };
 
 void close_all() {
-  std::set<py_loader*> open;
+  std::vector<std::shared_ptr<py_loader>> open;  // alive until closed, whoever drops them
   {
     std::lock_guard const lock{registry_mutex};
-    open = registry;
+    for (auto const& w : registry) {
+      if (auto l = w.lock()) open.push_back(std::move(l));
+    }
   }
-  for (auto* l : open) l->close();
+  for (auto const& l : open) l->close();
   std::vector<deferred_stop> stopping;
   {
     std::lock_guard const lock{registry_mutex};
@@ -275,11 +280,12 @@ loader& native_loader(py::handle object) {
 }
 
 void bind_loader(py::module_& m) {
-  py::class_<py_loader>(m, "Loader",
-                        "The C++ loader; gpufeed.DataLoader is the torch-style way in. Keyword "
-                        "arguments are loader_options' fields.")
+  py::class_<py_loader, std::shared_ptr<py_loader>>(
+      m, "Loader",
+      "The C++ loader; gpufeed.DataLoader is the torch-style way in. Keyword "
+      "arguments are loader_options' fields.")
       .def(py::init([](std::shared_ptr<dataset> data, py::kwargs const& kwargs) {
-             return std::make_unique<py_loader>(std::move(data), kwargs);
+             return py_loader::open(std::move(data), kwargs);
            }),
            py::arg("dataset"))
       .def("next", &py_loader::next, py::arg("stream") = py::none(),
