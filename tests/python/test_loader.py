@@ -357,3 +357,27 @@ def test_every_bundled_dataset_says_its_fields(tmp_path):
         f.create_dataset("labels", data=np.arange(6))
     assert gpufeed.datasets.HDF5(tmp_path / "f.h5").fields == \
         [("images", "float16", (2, 2)), ("labels", "int64", ())]
+
+
+def test_image_folder_gives_torchvisions_samples_in_its_order(tmp_path):
+    if not gpufeed._gpufeed.has_images:
+        pytest.skip("built without the image datasets (OpenCV)")
+    torchvision = pytest.importorskip("torchvision")
+    from PIL import Image
+
+    rng = np.random.default_rng(3)
+    for c, name in enumerate(["cat", "dog", "emu"]):
+        (tmp_path / name).mkdir()
+        for k in range(3 + c):
+            pixels = rng.integers(0, 255, (40 + 4 * k, 56, 3), dtype=np.uint8)
+            Image.fromarray(pixels).save(tmp_path / name / f"{k:02d}.png")
+    ours = gpufeed.datasets.ImageFolder(tmp_path, height=32, width=32, resize="center_crop",
+                                        resize_to=32)
+    theirs = torchvision.datasets.ImageFolder(str(tmp_path))
+    assert ours.classes == theirs.classes
+    assert [(p, l) for p, l in ours.samples] == [(p, l) for p, l in theirs.samples]
+    got = list(gpufeed.DataLoader(ours, batch_size=4, num_workers=2))
+    want = list(TorchLoader(theirs, batch_size=4, collate_fn=lambda b: [t for _, t in b]))
+    assert [b[1].tolist() for b in got] == want
+    first = got[0][0][0]  # uint8 HWC, the centre of the first image scaled to 32 px
+    assert first.shape == (32, 32, 3) and first.dtype == torch.uint8
