@@ -85,9 +85,9 @@ diagnosis gpu_bound(stats const& s, evidence const& e, std::optional<gpu_utiliza
         "(suggested, never applied)",
         gpu->mean_percent);
   } else {
-    sentence += gpu_busy_text(gpu) +
-                ": the step sets the pace, so a larger batch could be tried to use the GPU "
-                "better (suggested, never applied)";
+    // On the host path nothing says a GPU is there: the suggestion stays about the step.
+    sentence += gpu_busy_text(gpu) + ": the step sets the pace, so a larger batch could be tried" +
+                (s.device >= 0 ? " to use the GPU better" : "") + " (suggested, never applied)";
   }
   return {bottleneck::gpu_bound, sentence + "."};
 }

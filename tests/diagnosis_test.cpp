@@ -88,6 +88,11 @@ TEST(diagnosis_test, StallBelowOnePercentIsGpuBound) {
   auto const d = diagnose(s);
   EXPECT_EQ(d.kind, bottleneck::gpu_bound);
   EXPECT_TRUE(says(d.sentence, {"not the bottleneck", "0.50%", "larger batch", "never applied"}));
+  // A host run names no GPU; a CUDA run does.
+  EXPECT_EQ(d.sentence.find("GPU"), std::string::npos) << d.sentence;
+  auto on_gpu = s;
+  on_gpu.device = 0;
+  EXPECT_TRUE(says(diagnose(on_gpu).sentence, {"to use the GPU better"}));
   // The start-up wait does not count: 1 s of waiting for the first batch is still gpu-bound.
   auto slow_start = s;
   slow_start.first_wait_s = 1.0;

@@ -2,6 +2,11 @@
 # from tests/CMakeLists.txt when GPUFEED_WITH_OPENCV is ON; the fixtures are written with OpenCV.
 gpufeed_add_suite(image_folder)
 target_link_libraries(image_folder_test PRIVATE opencv_core opencv_imgcodecs opencv_imgproc)
+# The decode shortcuts (cropped and reduced decoding) and the resize; it writes its JPEGs with
+# libjpeg itself, for chroma samplings OpenCV cannot write.
+gpufeed_add_suite(image_decode)
+target_link_libraries(image_decode_test PRIVATE opencv_core opencv_imgcodecs opencv_imgproc
+                                                JPEG::JPEG)
 
 # libFuzzer target for the decode pipeline (clang only; not a CTest test: scripts/test runs it for
 # a fixed number of runs in build-fuzz/, where the whole tree is instrumented for coverage);

@@ -177,8 +177,11 @@ compare_dataset make_compare_dataset(dataset_choice const& choice, dataset_optio
       options.resize = gpufeed::resize_mode::random_resized_crop;
       options.horizontal_flip = true;
       auto data = std::make_shared<gpufeed::image_folder>(choice.path, options);
-      // libtorch users decode at full size (cv::imread), then crop, resize and convert.
+      // libtorch users decode the whole image at full size (cv::imread), then crop, resize and
+      // convert: none of the image path's decode shortcuts on that side.
       options.reduced_decoding = false;
+      options.cropped_decoding = false;
+      options.planar_decoding = false;
       out.torch_cpp_data = std::make_shared<gpufeed::image_folder>(choice.path, options);
       out.image_to_float = true;
       out.description = {{"kind", "images"},

@@ -11,6 +11,9 @@
 #include <vector>
 
 #include "compare.hpp"
+#if GPUFEED_BENCH_WITH_IMAGES
+#include "decode.hpp"
+#endif
 #include "gpufeed/version.hpp"
 #include "json_report.hpp"
 #include "machine_info.hpp"
@@ -52,7 +55,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", gpufeed::version);
   app.require_subcommand(1);
   app.footer(
-      "Host subcommands: overhead, memcpy, compare, sweep; CUDA builds add h2d and overlap. "
+      "Host subcommands: overhead, memcpy, compare, sweep (and decode where the image datasets "
+      "are built); CUDA builds add h2d and overlap. "
       "Each prints a table; --json FILE writes the report (schema: docs/benchmarks/schema.json). "
       "gpufeed-bench SUBCOMMAND --help explains every flag with its unit and default.");
 
@@ -70,6 +74,11 @@ int main(int argc, char** argv) {
                         [&] { return bench::run_compare(compare, std::cout); });
   commands.emplace_back(bench::add_sweep_command(app, sweep),
                         [&] { return bench::run_sweep(sweep, std::cout); });
+#if GPUFEED_BENCH_WITH_IMAGES
+  bench::decode_config decode;
+  commands.emplace_back(bench::add_decode_command(app, decode),
+                        [&] { return bench::run_decode(decode, std::cout); });
+#endif
 #if GPUFEED_WITH_CUDA
   bench::h2d_config h2d;
   bench::overlap_config overlap;

@@ -15,10 +15,10 @@ void add_conv(torch::nn::Sequential& layers, std::int64_t in, std::int64_t out,
 }  // namespace
 
 classifier_impl::classifier_impl(std::int64_t classes) : head_{64, classes} {
-  add_conv(features_, 3, 24, 2);   // 1/2 resolution
-  add_conv(features_, 24, 48, 2);  // 1/4
-  add_conv(features_, 48, 64, 2);  // 1/8
-  add_conv(features_, 64, 64, 1);
+  add_conv(features_, 3, 16, 2);   // 1/2 resolution
+  add_conv(features_, 16, 32, 2);  // 1/4
+  add_conv(features_, 32, 32, 2);  // 1/8
+  add_conv(features_, 32, 64, 2);  // 1/16
   register_module("features", features_);
   register_module("head", head_);
 }

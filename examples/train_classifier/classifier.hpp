@@ -8,8 +8,10 @@
 
 namespace train_classifier {
 
-/// Four 3x3 convolutions with batch norm and ReLU (the first three halve the resolution), global
-/// average pooling and one linear layer: about 76 thousand parameters, quick on a CPU.
+/// Four 3x3 convolutions with batch norm and ReLU, each halving the resolution, global average
+/// pooling and one linear layer: about 33 thousand parameters and 2.5 million multiply-adds per
+/// 64x64 image, so that the training step, even on a CPU, is quicker than libtorch's loader
+/// (as a GPU's step is).
 class classifier_impl : public torch::nn::Module {
  public:
   explicit classifier_impl(std::int64_t classes);

@@ -1,11 +1,13 @@
 #include "progress.hpp"
 
 #include <unistd.h>
-#include <gpufeed/progress.hpp>
+#include <gpufeed/observe/progress.hpp>
 
 #include <array>
 #include <cstdio>
 #include <iostream>
+#include <optional>
+#include <ostream>
 #include <string>
 
 namespace train_classifier {
@@ -49,6 +51,14 @@ void progress_printer::print(std::string const& line) {
   if (drawn_) std::cout << "\r\033[K";
   drawn_ = false;
   std::cout << line << '\n' << std::flush;
+  if (log_ != nullptr) *log_ << line << '\n' << std::flush;
+}
+
+std::optional<double> progress_printer::gpu_percent() const {
+  if (!monitor_) return std::nullopt;
+  auto const sample = monitor_->latest();
+  if (!sample) return std::nullopt;
+  return sample->gpu_percent;
 }
 
 std::string progress_printer::gpu_text() const {

@@ -2,12 +2,14 @@
 // The live progress line of a training run: redrawn in place on a terminal, a plain line every
 // few seconds elsewhere (a log, a pipe, ctest).
 
-#include <gpufeed/monitor.hpp>
+#include <gpufeed/observe/monitor.hpp>
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace train_classifier {
@@ -40,8 +42,12 @@ class progress_printer {
   [[nodiscard]] bool due() const;
   /// Draws the line (in place on a terminal).
   void draw(progress_state const& state);
-  /// Ends a drawn line and prints `line` on its own.
+  /// Ends a drawn line and prints `line` on its own (and copies it to the log, if any).
   void print(std::string const& line);
+  /// Also writes every line printed with print() to `log` (which must outlive the printer).
+  void copy_to(std::ostream* log) noexcept { log_ = log; }
+  /// The GPU's latest utilization, 0-100, when a GPU is watched and has reported.
+  [[nodiscard]] std::optional<double> gpu_percent() const;
 
  private:
   [[nodiscard]] std::string gpu_text() const;
@@ -51,6 +57,7 @@ class progress_printer {
   std::chrono::steady_clock::duration interval_;
   std::chrono::steady_clock::time_point last_;
   std::unique_ptr<gpufeed::system_monitor> monitor_;
+  std::ostream* log_ = nullptr;
 };
 
 }  // namespace train_classifier

@@ -129,7 +129,10 @@ class DataLoader:
     "float32", "layout": "chw", "scale": 1/255, "mean": [...], "std": [...]}}), ``seed``,
     ``on_error`` ("raise" or "skip"), ``rank`` / ``world_size`` (torchrun's environment by
     default), ``autotune`` (let gpufeed choose workers and depth), ``output`` ("torch" or
-    "numpy"), ``held_batches_budget``, ``drop_last_step``, ``trace_events``, ``stall_warning``.
+    "numpy"), ``held_batches_budget``, ``drop_last_step``, ``trace_events``, ``stall_warning``,
+    ``chunk_window`` (with shuffle: draw each stretch of the order from this many chunks of a
+    chunked HDF5 dataset, so that a chunk is decompressed once, not once per sample; 0: off;
+    docs/datasets-hdf5.md).
     """
 
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
@@ -139,7 +142,7 @@ class DataLoader:
                  in_order=True, prefetch_depth=None, accumulation_steps=1, device=None,
                  transforms=None, seed=None, on_error="raise", rank=None, world_size=None,
                  autotune=False, output=None, held_batches_budget=None, drop_last_step=False,
-                 trace_events=0, stall_warning=30.0):
+                 trace_events=0, stall_warning=30.0, chunk_window=0):
         self._core = None  # so that close() and __del__ work whatever fails below
         if batch_size is None:
             raise ValueError("batch_size=None (samples one by one, unbatched) is not supported: "
@@ -262,7 +265,7 @@ class DataLoader:
                 1, getattr(batch_sampler, "batch_size", 0) or self._largest_batch(batch_sampler)),
             workers=workers, prefetch_depth=prefetch_depth,
             accumulation_steps=accumulation_steps, shuffle=bool(shuffle) and order == "builtin",
-            seed=seed, order=order, drop_last=bool(drop_last), drop_last_step=bool(drop_last_step),
+            seed=seed, order=order, chunk_window=chunk_window, drop_last=bool(drop_last), drop_last_step=bool(drop_last_step),
             on_error=on_error, timeout=float(timeout), stall_warning=float(stall_warning),
             rank=rank, world_size=world_size, held_batches_budget=held_batches_budget,
             trace_events=trace_events, transforms=_transforms_of(transforms),
@@ -297,10 +300,15 @@ class DataLoader:
 
     def __iter__(self):
         self._start_epoch()
-        if self._iterator is None:
-            self._iterator = _Iterator(self)
-        self._iterator._generation += 1
-        return self._iterator
+        iterator = self._iterator() if self._iterator is not None else None
+        if iterator is None:
+            iterator = _Iterator(self)
+            # Weakly: the iterator holds the loader, and a cycle would keep the workers and the
+            # ring alive after `del loader` until Python's garbage collector runs.
+            self._iterator = weakref.ref(iterator)
+        iterator._generation += 1
+        iterator._ended = False
+        return iterator
 
     def set_epoch(self, epoch):
         """Makes the next ``iter()`` start ``epoch`` (the shuffle and the augmentations depend
@@ -427,14 +435,22 @@ class _Iterator:
     def __init__(self, loader):
         self._loader = loader
         self._generation = 0
+        self._ended = False  # the epoch's end was met: StopIteration until iter(loader)
+        self._lock = threading.Lock()
 
     def __iter__(self):
         return self
 
     def __next__(self):
-        batch = self._loader._next_batch()
-        if batch is None:
-            raise StopIteration
+        # One consumer at a time: once a thread meets the end of the epoch, the others stop
+        # too, instead of reading on into the next epoch the loader has started.
+        with self._lock:
+            if self._ended:
+                raise StopIteration
+            batch = self._loader._next_batch()
+            if batch is None:
+                self._ended = True
+                raise StopIteration
         return batch
 
     def __len__(self):

@@ -3,6 +3,7 @@
 
 #include <jpeglib.h>
 #include <algorithm>
+#include <array>
 #include <csetjmp>
 #include <cstddef>
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include <span>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "gpufeed/error.hpp"
@@ -50,86 +52,29 @@ namespace gpufeed::detail {
 
 namespace {
 
-struct decompressor {
-  jpeg_decompress_struct info{};
-  jpeg_failure failure{};
-
-  decompressor() noexcept {
-    info.err = jpeg_std_error(&failure.mgr);
-    failure.mgr.error_exit = gpufeed_jpeg_error_exit;
-    failure.mgr.emit_message = gpufeed_jpeg_emit_message;
-  }
-  // Safe after a longjmp out of libjpeg, and before or after a failed jpeg_create_decompress
-  // (it frees nothing while `info.mem` is null).
-  ~decompressor() { jpeg_destroy_decompress(&info); }
-  decompressor(decompressor const&) = delete;
-  decompressor& operator=(decompressor const&) = delete;
-};
-
-// The two functions below are the only frames that call into libjpeg. Each sets the jump point
-// itself and holds only trivially destructible locals, so the longjmp skips no destructor; they
-// return false after one.
-
-bool read_header(decompressor& d, std::span<unsigned char const> bytes, int reduction) noexcept {
-  if (setjmp(d.failure.jump) != 0) return false;
-  jpeg_create_decompress(&d.info);
-  jpeg_mem_src(&d.info, bytes.data(), static_cast<unsigned long>(bytes.size()));
-  (void)jpeg_read_header(&d.info, TRUE);
-  if (d.info.jpeg_color_space == JCS_CMYK || d.info.jpeg_color_space == JCS_YCCK) {
-    // libjpeg-turbo converts neither to RGB; it turns YCCK into CMYK, converted per row below.
-    d.info.out_color_space = JCS_CMYK;
-  } else {
-#ifdef JCS_EXTENSIONS
-    d.info.out_color_space = JCS_EXT_BGR;  // what the pipeline expects, with no extra pass
-#else
-    d.info.out_color_space = JCS_RGB;  // swapped per row below
-#endif
-  }
-  d.info.scale_num = 1;
-  d.info.scale_denom = static_cast<unsigned>(reduction);
-  jpeg_calc_output_dimensions(&d.info);
-  return true;
-}
-
 // Adobe's CMYK JPEGs (those with an APP14 "Adobe" marker, which is nearly all) store the inks
 // inverted, 255 meaning no ink; the others store them plainly. The usual approximation without
 // a colour profile: each channel is what its ink and the black leave of the paper.
-void cmyk_row_to_bgr(unsigned char const* cmyk, unsigned char* bgr, std::size_t width,
-                     bool inverted) noexcept {
+void cmyk_row_to_rgbx(unsigned char const* cmyk, unsigned char* rgbx, std::size_t width,
+                      bool inverted) noexcept {
   auto const paper = [inverted](unsigned char v) -> unsigned { return inverted ? v : 255U - v; };
-  for (std::size_t i = 0; i < width; ++i, cmyk += 4, bgr += 3) {
+  for (std::size_t i = 0; i < width; ++i, cmyk += 4, rgbx += 4) {
     unsigned const k = paper(cmyk[3]);
-    bgr[0] = static_cast<unsigned char>((paper(cmyk[2]) * k + 127U) / 255U);
-    bgr[1] = static_cast<unsigned char>((paper(cmyk[1]) * k + 127U) / 255U);
-    bgr[2] = static_cast<unsigned char>((paper(cmyk[0]) * k + 127U) / 255U);
+    rgbx[0] = static_cast<unsigned char>((paper(cmyk[0]) * k + 127U) / 255U);
+    rgbx[1] = static_cast<unsigned char>((paper(cmyk[1]) * k + 127U) / 255U);
+    rgbx[2] = static_cast<unsigned char>((paper(cmyk[2]) * k + 127U) / 255U);
+    rgbx[3] = 255;
   }
 }
 
-// Decodes into `pixels` (output_height rows of `stride` bytes, BGR). `staging` holds one row of
-// libjpeg's output when that is not BGR already (CMYK; RGB without libjpeg-turbo), else null.
-bool read_pixels(decompressor& d, unsigned char* pixels, std::size_t stride,
-                 unsigned char* staging) noexcept {
-  if (setjmp(d.failure.jump) != 0) return false;
-  (void)jpeg_start_decompress(&d.info);
-  bool const cmyk = d.info.out_color_space == JCS_CMYK;
-  std::size_t const width = d.info.output_width;
-  while (d.info.output_scanline < d.info.output_height) {
-    unsigned char* const dst = pixels + stride * d.info.output_scanline;
-    JSAMPROW row = staging != nullptr ? staging : dst;
-    (void)jpeg_read_scanlines(&d.info, &row, 1);
-    if (cmyk) {
-      cmyk_row_to_bgr(staging, dst, width, d.info.saw_Adobe_marker != FALSE);
-    } else if (staging != nullptr) {
-      for (std::size_t i = 0; i < 3 * width; i += 3) {
-        dst[i] = staging[i + 2];
-        dst[i + 1] = staging[i + 1];
-        dst[i + 2] = staging[i];
-      }
-    }
+// RGB (libjpeg without libjpeg-turbo's colour-space extensions) -> RGBX.
+void rgb_row_to_rgbx(unsigned char const* rgb, unsigned char* rgbx, std::size_t width) noexcept {
+  for (std::size_t i = 0; i < width; ++i, rgb += 3, rgbx += 4) {
+    rgbx[0] = rgb[0];
+    rgbx[1] = rgb[1];
+    rgbx[2] = rgb[2];
+    rgbx[3] = 255;
   }
-  // Reads on to the end of the image: damage after the last row is reported here.
-  (void)jpeg_finish_decompress(&d.info);
-  return true;
 }
 
 // OpenCV's own cap on a decoded image, read from the same variable, so that the limit a user
@@ -150,6 +95,184 @@ std::uint64_t max_pixels() {
 
 }  // namespace
 
+struct jpeg_reader::state {
+  jpeg_decompress_struct info{};
+  jpeg_failure failure{};
+
+  state() noexcept {
+    info.err = jpeg_std_error(&failure.mgr);
+    failure.mgr.error_exit = gpufeed_jpeg_error_exit;
+    failure.mgr.emit_message = gpufeed_jpeg_emit_message;
+  }
+  // Safe after a longjmp out of libjpeg, and before or after a failed jpeg_create_decompress
+  // (it frees nothing while `info.mem` is null).
+  ~state() { jpeg_destroy_decompress(&info); }
+  state(state const&) = delete;
+  state& operator=(state const&) = delete;
+  state(state&&) = delete;
+  state& operator=(state&&) = delete;
+};
+
+namespace {
+
+using jpeg_state = jpeg_decompress_struct;
+
+// The functions below are the only frames that call into libjpeg. Each sets the jump point
+// itself and holds only trivially destructible locals, so the longjmp skips no destructor; they
+// return false after one.
+
+bool read_header(jpeg_state& info, jpeg_failure& failure,
+                 std::span<unsigned char const> bytes) noexcept {
+  if (setjmp(failure.jump) != 0) return false;
+  jpeg_create_decompress(&info);
+  jpeg_mem_src(&info, bytes.data(), static_cast<unsigned long>(bytes.size()));
+  (void)jpeg_read_header(&info, TRUE);
+  if (info.jpeg_color_space == JCS_CMYK || info.jpeg_color_space == JCS_YCCK) {
+    // libjpeg-turbo converts neither to RGB; it turns YCCK into CMYK, converted per row below.
+    info.out_color_space = JCS_CMYK;
+  } else {
+#ifdef JCS_EXTENSIONS
+    info.out_color_space = JCS_EXT_RGBX;  // what the resampler reads, with no extra pass
+#else
+    info.out_color_space = JCS_RGB;  // widened per row below
+#endif
+  }
+  jpeg_calc_output_dimensions(&info);
+  return true;
+}
+
+bool scale(jpeg_state& info, jpeg_failure& failure, int reduction) noexcept {
+  if (setjmp(failure.jump) != 0) return false;
+  info.scale_num = 1;
+  info.scale_denom = static_cast<unsigned>(reduction);
+  jpeg_calc_output_dimensions(&info);
+  return true;
+}
+
+// Where decode_rows writes: rows [first_row, end_row) of the decoded image, from column
+// `x_offset` (libjpeg rounds it down to a block boundary and widens `width` to match).
+struct row_request {
+  JDIMENSION x_offset;
+  JDIMENSION width;
+  JDIMENSION first_row;
+  JDIMENSION end_row;
+};
+
+bool start(jpeg_state& info, jpeg_failure& failure, row_request& request) noexcept {
+  if (setjmp(failure.jump) != 0) return false;
+  (void)jpeg_start_decompress(&info);
+  if (request.x_offset > 0 || request.width < info.output_width) {
+    jpeg_crop_scanline(&info, &request.x_offset, &request.width);
+  }
+  return true;
+}
+
+// Decodes the requested rows into `pixels` (rows of `stride` bytes, RGBX, and a spare one).
+// `staging` holds one row of libjpeg's output when that is not RGBX already (CMYK; RGB without
+// libjpeg-turbo), else null. Then reads the entropy-coded data to the end, so that damage anywhere
+// is reported.
+bool read_rows(jpeg_state& info, jpeg_failure& failure, row_request const& request,
+               unsigned char* pixels, std::size_t stride, unsigned char* staging) noexcept {
+  if (setjmp(failure.jump) != 0) return false;
+  bool const cmyk = info.out_color_space == JCS_CMYK;
+  std::size_t const width = info.output_width;
+  if (request.first_row > 0) (void)jpeg_skip_scanlines(&info, request.first_row);
+  while (info.output_scanline < request.end_row) {
+    unsigned char* const dst = pixels + stride * (info.output_scanline - request.first_row);
+    JSAMPROW row = staging != nullptr ? staging : dst;
+    (void)jpeg_read_scanlines(&info, &row, 1);
+    if (cmyk) {
+      cmyk_row_to_rgbx(staging, dst, width, info.saw_Adobe_marker != FALSE);
+    } else if (staging != nullptr) {
+      rgb_row_to_rgbx(staging, dst, width);
+    }
+  }
+  // Skipped rows are only entropy-decoded (no inverse DCT, upsampling or colour conversion),
+  // which reports damage below the rows asked for too. Not the last row: a skip to the end of
+  // the image stops reading the data instead, so damage there would go unreported; it is read
+  // into the spare row after the pixels.
+  if (info.output_scanline + 1 < info.output_height) {
+    (void)jpeg_skip_scanlines(&info, info.output_height - 1 - info.output_scanline);
+  }
+  unsigned char* const spare = pixels + stride * (request.end_row - request.first_row);
+  while (info.output_scanline < info.output_height) {
+    JSAMPROW row = staging != nullptr ? staging : spare;
+    (void)jpeg_read_scanlines(&info, &row, 1);
+  }
+  (void)jpeg_finish_decompress(&info);
+  return true;
+}
+
+// The planes decode_planes fills: each padded to whole blocks, as libjpeg writes them.
+struct plane_layout {
+  std::array<std::size_t, 3> stride{};
+  std::array<std::size_t, 3> offset{};
+  std::array<int, 3> rows_per_call{};  // a component's rows in one iMCU row
+  std::array<plane_view, 3> planes{};  // (data is null: the buffer is not there yet)
+  std::size_t bytes = 0;
+};
+
+plane_layout layout_planes(jpeg_state const& info) {
+  plane_layout layout;
+  auto const imcu_rows =
+      (info.output_height +
+       static_cast<JDIMENSION>(info.max_v_samp_factor * info.min_DCT_scaled_size) - 1) /
+      static_cast<JDIMENSION>(info.max_v_samp_factor * info.min_DCT_scaled_size);
+  for (std::size_t c = 0; c < 3; ++c) {
+    auto const& comp = info.comp_info[c];
+    layout.rows_per_call[c] = comp.v_samp_factor * comp.DCT_scaled_size;
+    layout.stride[c] =
+        std::size_t{comp.width_in_blocks} * static_cast<std::size_t>(comp.DCT_scaled_size) + 32;
+    layout.offset[c] = layout.bytes;
+    layout.bytes +=
+        layout.stride[c] * imcu_rows * static_cast<std::size_t>(layout.rows_per_call[c]);
+    // Pixels per sample. With DCT scaling libjpeg may enlarge a chroma plane in its inverse DCT
+    // (a larger DCT_scaled_size) instead of upsampling it: then its samples are as fine as the
+    // image's pixels. (Read here: jpeg_finish_decompress frees comp_info.)
+    layout.planes[c] = {nullptr,
+                        layout.stride[c],
+                        static_cast<int>(comp.downsampled_width),
+                        static_cast<int>(comp.downsampled_height),
+                        (info.max_h_samp_factor * info.min_DCT_scaled_size) /
+                            (comp.h_samp_factor * comp.DCT_scaled_size),
+                        (info.max_v_samp_factor * info.min_DCT_scaled_size) /
+                            (comp.v_samp_factor * comp.DCT_scaled_size)};
+  }
+  return layout;
+}
+
+// Starts a raw decode: the planes as stored, no upsampling, no colour conversion.
+bool start_raw(jpeg_state& info, jpeg_failure& failure) noexcept {
+  if (setjmp(failure.jump) != 0) return false;
+  info.raw_data_out = TRUE;
+  (void)jpeg_start_decompress(&info);
+  return true;
+}
+
+// Reads every iMCU row of the planes into `pixels` (laid out as `layout` says), then reads on
+// to the end of the image, so that damage anywhere is reported.
+bool read_raw(jpeg_state& info, jpeg_failure& failure, plane_layout const& layout,
+              unsigned char* pixels) noexcept {
+  if (setjmp(failure.jump) != 0) return false;
+  constexpr int max_rows = 2 * DCTSIZE;  // v_samp_factor <= 2 (planar() checks)
+  JSAMPROW rows[3][max_rows];
+  JSAMPARRAY planes[3] = {rows[0], rows[1], rows[2]};
+  auto const lines = static_cast<JDIMENSION>(info.max_v_samp_factor * info.min_DCT_scaled_size);
+  for (std::size_t imcu = 0; info.output_scanline < info.output_height; ++imcu) {
+    for (std::size_t c = 0; c < 3; ++c) {
+      auto const n = static_cast<std::size_t>(layout.rows_per_call[c]);
+      for (std::size_t r = 0; r < n; ++r) {
+        rows[c][r] = pixels + layout.offset[c] + (imcu * n + r) * layout.stride[c];
+      }
+    }
+    if (jpeg_read_raw_data(&info, planes, lines) == 0) return false;
+  }
+  (void)jpeg_finish_decompress(&info);
+  return true;
+}
+
+}  // namespace
+
 bool looks_like_jpeg(std::span<unsigned char const> bytes) noexcept {
   return bytes.size() >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF;
 }
@@ -160,31 +283,121 @@ bool looks_like_png(std::span<unsigned char const> bytes) noexcept {
          std::equal(std::begin(signature), std::end(signature), bytes.begin());
 }
 
-cv::Mat decode_jpeg(std::span<unsigned char const> bytes, int reduction, std::string const& name) {
-  GPUFEED_EXPECTS(reduction == 1 || reduction == 2 || reduction == 4 || reduction == 8,
-                  "decode_jpeg: reduction " + std::to_string(reduction) + " is not 1, 2, 4 or 8");
-  decompressor d;
-  auto const fail = [&] {
-    return file_error(name, std::string{"corrupt JPEG: "} + d.failure.message);
-  };
-  if (!read_header(d, bytes, reduction)) throw fail();
-  std::uint64_t const width = d.info.output_width;
-  std::uint64_t const height = d.info.output_height;
-  if (width * height > max_pixels()) {
-    throw file_error(name, "the JPEG's decoded size " + std::to_string(width) + "x" +
-                               std::to_string(height) + " is over OPENCV_IO_MAX_IMAGE_PIXELS (" +
-                               std::to_string(max_pixels()) + ")");
+jpeg_reader::jpeg_reader(std::span<unsigned char const> bytes, std::string name)
+    : state_{std::make_unique<state>()}, name_{std::move(name)} {
+  if (!read_header(state_->info, state_->failure, bytes)) {
+    throw corrupt();
   }
-  cv::Mat image(static_cast<int>(height), static_cast<int>(width), CV_8UC3);
+}
+
+jpeg_reader::~jpeg_reader() = default;
+
+file_error jpeg_reader::corrupt() const {
+  return file_error(name_, std::string{"corrupt JPEG: "} + state_->failure.message);
+}
+
+void jpeg_reader::check_decoded_size() const {
+  std::uint64_t const width = state_->info.output_width;
+  std::uint64_t const height = state_->info.output_height;
+  if (width * height > max_pixels()) {
+    throw file_error(name_, "the JPEG's decoded size " + std::to_string(width) + "x" +
+                                std::to_string(height) + " is over OPENCV_IO_MAX_IMAGE_PIXELS (" +
+                                std::to_string(max_pixels()) + ")");
+  }
+  if (width == 0 || height == 0) throw file_error(name_, "the JPEG has no pixels");
+}
+
+int jpeg_reader::width() const noexcept {
+  return static_cast<int>(state_->info.image_width);
+}
+
+int jpeg_reader::height() const noexcept {
+  return static_cast<int>(state_->info.image_height);
+}
+
+int jpeg_reader::decoded_width() const noexcept {
+  return static_cast<int>(state_->info.output_width);
+}
+
+int jpeg_reader::decoded_height() const noexcept {
+  return static_cast<int>(state_->info.output_height);
+}
+
+void jpeg_reader::set_reduction(int reduction) {
+  GPUFEED_EXPECTS(reduction == 1 || reduction == 2 || reduction == 4 || reduction == 8,
+                  "jpeg_reader: reduction " + std::to_string(reduction) + " is not 1, 2, 4 or 8");
+  if (!scale(state_->info, state_->failure, reduction)) {
+    throw corrupt();
+  }
+}
+
+rgbx_view jpeg_reader::decode(pixel_rect want, rgbx_buffer& buffer) {
+  auto& info = state_->info;
+  std::uint64_t const width = info.output_width;
+  std::uint64_t const height = info.output_height;
+  check_decoded_size();
+  auto const clamp = [](int v, std::uint64_t limit) {
+    return static_cast<JDIMENSION>(
+        std::clamp<std::int64_t>(v, 0, static_cast<std::int64_t>(limit)));
+  };
+  // One column more on each side: libjpeg's upsampling treats the edges of a cropped decode as
+  // the image's edges, which changes the chroma of the outermost columns.
+  JDIMENSION const x0 = clamp(want.x - 1, width - 1);
+  JDIMENSION const x1 = std::max(clamp(want.x + want.width + 1, width), x0 + 1);
+  JDIMENSION const y0 = clamp(want.y, height - 1);
+  JDIMENSION const y1 = std::max(clamp(want.y + want.height, height), y0 + 1);
+  row_request request{x0, x1 - x0, y0, y1};
+  if (!start(info, state_->failure, request)) throw corrupt();
+  // libjpeg starts the crop on a block boundary at or left of x0 and keeps its end.
+  std::uint8_t* const pixels =  // with a spare row after them (read_rows)
+      buffer.reset(static_cast<int>(request.width), static_cast<int>(y1 - y0) + 1);
   std::vector<unsigned char> staging;
 #ifdef JCS_EXTENSIONS
-  bool const staged = d.info.out_color_space == JCS_CMYK;
+  bool const staged = info.out_color_space == JCS_CMYK;
 #else
   bool const staged = true;
 #endif
-  if (staged) staging.resize(static_cast<std::size_t>(width) * 4U);
-  if (!read_pixels(d, image.data, image.step[0], staged ? staging.data() : nullptr)) throw fail();
-  return image;
+  if (staged) staging.resize(static_cast<std::size_t>(request.width) * 4U);
+  if (!read_rows(info, state_->failure, request, pixels, buffer.stride(),
+                 staged ? staging.data() : nullptr)) {
+    throw corrupt();
+  }
+  return {pixels,
+          buffer.stride(),
+          static_cast<int>(request.width),
+          static_cast<int>(y1 - y0),
+          static_cast<int>(request.x_offset),
+          static_cast<int>(y0)};
+}
+
+bool jpeg_reader::planar() const noexcept {
+  auto const& info = state_->info;
+  if (info.jpeg_color_space != JCS_YCbCr || info.num_components != 3 || info.data_precision != 8 ||
+      info.max_h_samp_factor > 2 || info.max_v_samp_factor > 2) {
+    return false;
+  }
+  auto const& y = info.comp_info[0];
+  return y.h_samp_factor == info.max_h_samp_factor && y.v_samp_factor == info.max_v_samp_factor &&
+         info.comp_info[1].h_samp_factor == 1 && info.comp_info[1].v_samp_factor == 1 &&
+         info.comp_info[2].h_samp_factor == 1 && info.comp_info[2].v_samp_factor == 1;
+}
+
+ycc_view jpeg_reader::decode_planes(std::vector<std::uint8_t>& buffer) {
+  GPUFEED_EXPECTS(planar(), "jpeg_reader::decode_planes: not a YCbCr JPEG it can decode");
+  auto& info = state_->info;
+  std::uint64_t const width = info.output_width;
+  std::uint64_t const height = info.output_height;
+  check_decoded_size();
+  if (!start_raw(info, state_->failure)) throw corrupt();
+  plane_layout const layout = layout_planes(info);
+  if (buffer.size() < layout.bytes) buffer.resize(layout.bytes);
+  if (!read_raw(info, state_->failure, layout, buffer.data())) throw corrupt();
+  auto const plane = [&](std::size_t c) {
+    plane_view view = layout.planes[c];
+    view.data = buffer.data() + layout.offset[c];
+    return view;
+  };
+  return {plane(0), plane(1), plane(2), static_cast<int>(width), static_cast<int>(height)};
 }
 
 }  // namespace gpufeed::detail

@@ -6,15 +6,19 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #include <system_error>
 #include <utility>
 
+#include "gpufeed/detail/image_resize.hpp"
 #include "gpufeed/detail/jpeg_decode.hpp"
 #include "gpufeed/error.hpp"
 
@@ -23,6 +27,8 @@ namespace gpufeed::detail {
 namespace {
 
 constexpr int max_side = 16384;
+// The share of the decoded image a crop must cover for the planar path (see decode_jpeg).
+constexpr double planar_min_share = 0.75;
 
 std::string errno_text(int err) {
   return std::system_category().message(err);
@@ -128,22 +134,26 @@ crop_box random_box(image_options const& o, image_extent src, random_stream& rng
   return {std::floor((w - cw) / 2), std::floor((h - ch) / 2), cw, ch};
 }
 
-// [lo, hi) of a box edge mapped onto `decoded` pixels of a `source`-pixel axis.
-std::pair<int, int> map_span(double start, double length, int source, int decoded) {
-  double const r = static_cast<double>(decoded) / source;
-  int lo = static_cast<int>(std::lround(start * r));
-  int hi = static_cast<int>(std::lround((start + length) * r));
-  lo = std::clamp(lo, 0, decoded - 1);
-  hi = std::clamp(hi, lo + 1, decoded);
-  return {lo, hi};
-}
-
 int reduction_for(image_options const& o, crop_box const& box) {
   if (!o.reduced_decoding) return 1;
   for (int f : {8, 4, 2}) {
     if (box.w / f >= o.width && box.h / f >= o.height) return f;
   }
   return 1;
+}
+
+crop_box plan_crop(image_options const& o, image_extent source, random_stream& rng) {
+  return o.resize == resize_mode::center_crop ? center_box(o, source) : random_box(o, source, rng);
+}
+
+// `box` (source pixels) in the pixels of the image decoded at `decoded` size, inside it.
+crop_area scaled(crop_box const& box, image_extent source, image_extent decoded) {
+  double const sx = static_cast<double>(decoded.width) / source.width;
+  double const sy = static_cast<double>(decoded.height) / source.height;
+  double const x = std::clamp(box.x * sx, 0.0, decoded.width - 1.0);
+  double const y = std::clamp(box.y * sy, 0.0, decoded.height - 1.0);
+  return {x, y, std::clamp(box.w * sx, 1e-3, decoded.width - x),
+          std::clamp(box.h * sy, 1e-3, decoded.height - y)};
 }
 
 std::uint8_t saturate(double v) noexcept {
@@ -198,32 +208,6 @@ void adjust_hue(cv::Mat& rgb, double shift) {
     }
   }
   cv::cvtColor(hsv, rgb, cv::COLOR_HSV2RGB_FULL);
-}
-
-// BGR -> RGB, mirrored when `flip`, in place, in one pass.
-void to_rgb(cv::Mat& image, bool flip) noexcept {
-  auto const cols = static_cast<std::size_t>(image.cols);
-  for (int r = 0; r < image.rows; ++r) {
-    auto* row = image.ptr<std::uint8_t>(r);
-    if (flip) {
-      for (std::size_t a = 0, b = cols - 1; a < b; ++a, --b) {
-        std::uint8_t* pa = row + 3 * a;
-        std::uint8_t* pb = row + 3 * b;
-        std::uint8_t const a0 = pa[0];
-        std::uint8_t const a1 = pa[1];
-        std::uint8_t const a2 = pa[2];
-        pa[0] = pb[2];
-        pa[1] = pb[1];
-        pa[2] = pb[0];
-        pb[0] = a2;
-        pb[1] = a1;
-        pb[2] = a0;
-      }
-      if (cols % 2 == 1) std::swap(row[3 * (cols / 2)], row[3 * (cols / 2) + 2]);
-    } else {
-      for (std::size_t c = 0; c < cols; ++c) std::swap(row[3 * c], row[3 * c + 2]);
-    }
-  }
 }
 
 void apply_jitter(color_jitter const& j, cv::Mat& rgb, std::span<std::uint8_t> out,
@@ -334,7 +318,8 @@ void read_file(std::string const& path, std::vector<unsigned char>& buffer) {
   if (used == 0) throw file_error(path, "the file is empty");
 }
 
-image_pipeline::image_pipeline(image_options options) : options_{options} {
+image_pipeline::image_pipeline(image_options options)
+    : options_{options}, counters_{std::make_shared<image_stage_counters>()} {
   auto const& o = options_;
   GPUFEED_EXPECTS(o.height >= 1 && o.height <= max_side,
                   "image_options::height is " + std::to_string(o.height) + "; allowed 1 .. 16384");
@@ -369,9 +354,102 @@ std::size_t image_pipeline::bytes() const noexcept {
 void image_pipeline::load(std::string const& path, std::span<std::uint8_t> out,
                           std::uint64_t seed) const {
   thread_local std::vector<unsigned char> buffer;
+  auto const start = stage_clock::now();
   read_file(path, buffer);
+  counters_->record_read(stage_clock::now() - start);
   transform(buffer, path, out, seed);
 }
+
+namespace {
+
+// A decoded image, or the part of it the crop needs: RGBX pixels, or YCbCr planes; and the crop
+// in their pixels.
+struct decoded_image {
+  rgbx_view rgbx;
+  std::optional<ycc_view> ycc;  // set: the planes, not rgbx
+  crop_area area;
+  image_extent source;               // the image's full size
+  std::uint64_t decoded_pixels = 0;  // pixels the decoder produced
+};
+
+// Not cv::imdecode: it lets libjpeg decode damaged scan data into a garbled picture with only a
+// warning on stderr, and it decodes the whole image at full size, to RGB.
+decoded_image decode_jpeg(std::span<unsigned char const> encoded, std::string const& name,
+                          image_options const& o, random_stream& rng) {
+  auto const header = parse_jpeg_header(encoded);
+  if (header && !header->complete) {
+    // libjpeg only warns about a missing end of image and pads the rest with gray.
+    throw file_error(name, "truncated JPEG (no end-of-image marker after the scan)");
+  }
+  thread_local rgbx_buffer pixels;  // per thread, reused: nothing is allocated once warm
+  thread_local std::vector<std::uint8_t> planes;
+  jpeg_reader reader{encoded, name};
+  decoded_image d;
+  d.source = {reader.width(), reader.height()};
+  if (d.source.width <= 0 || d.source.height <= 0) throw file_error(name, "the JPEG has no pixels");
+  crop_box const box = plan_crop(o, d.source, rng);
+  int const reduction = reduction_for(o, box);
+  if (reduction > 1) reader.set_reduction(reduction);
+  d.area = scaled(box, d.source, {reader.decoded_width(), reader.decoded_height()});
+  // The planar path decodes every row and column; the cropped one only those the crop needs,
+  // but to RGB. Timed with gpufeed-bench decode (docs/datasets-images.md), the planar path is
+  // the quicker from about 75 % of the area on (instruction counts say 60 %: the time of the
+  // entropy decoding, which no path avoids, weighs more than its instructions).
+  double const covered = d.area.width * d.area.height /
+                         (static_cast<double>(reader.decoded_width()) * reader.decoded_height());
+  bool const planar = o.planar_decoding && reader.planar() && !is_copy(d.area, o.width, o.height) &&
+                      (covered >= planar_min_share || !o.cropped_decoding);
+  if (planar) {
+    d.ycc = reader.decode_planes(planes);
+    d.decoded_pixels =
+        static_cast<std::uint64_t>(d.ycc->width) * static_cast<std::uint64_t>(d.ycc->height);
+    return d;
+  }
+  pixel_rect want{0, 0, reader.decoded_width(), reader.decoded_height()};
+  if (o.cropped_decoding) {
+    int const x0 = static_cast<int>(std::floor(d.area.x));
+    int const y0 = static_cast<int>(std::floor(d.area.y));
+    want = {x0, y0, static_cast<int>(std::ceil(d.area.x + d.area.width)) - x0,
+            static_cast<int>(std::ceil(d.area.y + d.area.height)) - y0};
+  }
+  d.rgbx = reader.decode(want, pixels);
+  d.area.x -= d.rgbx.x;
+  d.area.y -= d.rgbx.y;
+  d.decoded_pixels =
+      static_cast<std::uint64_t>(d.rgbx.width) * static_cast<std::uint64_t>(d.rgbx.height);
+  return d;
+}
+
+// Only PNG goes to OpenCV: imdecode would also try every other codec it was built with (GDCM,
+// for one, asserts on damaged input), and the datasets promise JPEG and PNG.
+decoded_image decode_png(std::span<unsigned char const> encoded, std::string const& name,
+                         image_options const& o, random_stream& rng) {
+  if (!looks_like_png(encoded)) {
+    throw file_error(name, "not a JPEG or PNG image (decoded by content, not by extension)");
+  }
+  // imdecode does not write through its input; the const_cast only satisfies cv::Mat.
+  cv::Mat const raw(1, static_cast<int>(encoded.size()), CV_8UC1,
+                    const_cast<unsigned char*>(encoded.data()));  // NOLINT
+  cv::Mat const bgr = cv::imdecode(raw, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
+  if (bgr.empty()) {
+    throw file_error(name, "cannot decode the image (corrupt, truncated or not an image)");
+  }
+  if (bgr.type() != CV_8UC3) {
+    throw file_error(name, "decoded to an unexpected pixel type " + std::to_string(bgr.type()));
+  }
+  thread_local rgbx_buffer pixels;
+  std::uint8_t* const rows = pixels.reset(bgr.cols, bgr.rows);
+  cv::Mat rgbx(bgr.rows, bgr.cols, CV_8UC4, rows, pixels.stride());
+  cv::cvtColor(bgr, rgbx, cv::COLOR_BGR2RGBA);
+  decoded_image d;
+  d.rgbx = pixels.view(bgr.cols, bgr.rows);
+  d.source = {bgr.cols, bgr.rows};
+  d.area = scaled(plan_crop(o, d.source, rng), d.source, d.source);
+  d.decoded_pixels = static_cast<std::uint64_t>(bgr.cols) * static_cast<std::uint64_t>(bgr.rows);
+  return d;
+}
+
+}  // namespace
 
 void image_pipeline::transform(std::span<unsigned char const> encoded, std::string const& name,
                                std::span<std::uint8_t> out, std::uint64_t seed) const {
@@ -381,65 +459,62 @@ void image_pipeline::transform(std::span<unsigned char const> encoded, std::stri
   if (encoded.empty()) throw file_error(name, "the file is empty");
   auto const& o = options_;
   random_stream rng{seed};
+  auto const started = stage_clock::now();
   try {
-    auto const jpeg = parse_jpeg_header(encoded);
-    if (jpeg && !jpeg->complete) {
-      // libjpeg only warns about a missing end of image and pads the rest with gray.
-      throw file_error(name, "truncated JPEG (no end-of-image marker after the scan)");
-    }
-    bool const known = jpeg && jpeg->extent.width > 0 && jpeg->extent.height > 0;
-    image_extent source = known ? jpeg->extent : image_extent{};
-    crop_box box;
-    int reduction = 1;
-    cv::Mat decoded;
-    auto plan = [&] {
-      box =
-          o.resize == resize_mode::center_crop ? center_box(o, source) : random_box(o, source, rng);
-    };
-    if (known) {
-      plan();
-      reduction = reduction_for(o, box);
-    }
-    if (looks_like_jpeg(encoded)) {
-      // Not cv::imdecode: it lets libjpeg decode damaged scan data into a garbled picture with
-      // only a warning on stderr.
-      decoded = decode_jpeg(encoded, reduction, name);
-    } else {
-      // Only PNG goes to OpenCV: imdecode would also try every other codec it was built with
-      // (GDCM, for one, asserts on damaged input), and the datasets promise JPEG and PNG.
-      if (!looks_like_png(encoded)) {
-        throw file_error(name, "not a JPEG or PNG image (decoded by content, not by extension)");
-      }
-      // imdecode does not write through its input; the const_cast only satisfies cv::Mat.
-      cv::Mat const raw(1, static_cast<int>(encoded.size()), CV_8UC1,
-                        const_cast<unsigned char*>(encoded.data()));  // NOLINT
-      decoded = cv::imdecode(raw, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
-    }
-    if (decoded.empty()) {
-      throw file_error(name, "cannot decode the image (corrupt, truncated or not an image)");
-    }
-    if (decoded.type() != CV_8UC3) {
-      throw file_error(name,
-                       "decoded to an unexpected pixel type " + std::to_string(decoded.type()));
-    }
-    if (!known) {
-      source = {decoded.cols, decoded.rows};
-      plan();
-    }
-    auto const [x0, x1] = map_span(box.x, box.w, source.width, decoded.cols);
-    auto const [y0, y1] = map_span(box.y, box.h, source.height, decoded.rows);
-    cv::Mat const roi = decoded(cv::Range{y0, y1}, cv::Range{x0, x1});
-    cv::Mat dst(o.height, o.width, CV_8UC3, out.data());
-    bool const shrink = roi.cols > o.width && roi.rows > o.height;
-    cv::resize(roi, dst, cv::Size{o.width, o.height}, 0, 0,
-               shrink ? cv::INTER_AREA : cv::INTER_LINEAR);
-    GPUFEED_EXPECTS(dst.data == out.data(), "cv::resize reallocated its destination");
+    decoded_image const d = looks_like_jpeg(encoded) ? decode_jpeg(encoded, name, o, rng)
+                                                     : decode_png(encoded, name, o, rng);
+    auto const decoded_at = stage_clock::now();
     bool const flip = o.horizontal_flip && (rng.next() >> 63U) != 0;
-    to_rgb(dst, flip);
+    if (d.ycc) {
+      resize_ycc_to_rgb(*d.ycc, d.area, out, o.width, o.height, flip);
+    } else {
+      resize_rgbx_to_rgb(d.rgbx, d.area, out, o.width, o.height, flip);
+    }
+    auto const resized_at = stage_clock::now();
+    cv::Mat dst(o.height, o.width, CV_8UC3, out.data());
     apply_jitter(o.jitter, dst, out, rng);
+    counters_->record(
+        started, decoded_at, resized_at, stage_clock::now(), d.decoded_pixels,
+        static_cast<std::uint64_t>(d.source.width) * static_cast<std::uint64_t>(d.source.height));
   } catch (cv::Exception const& e) {
     throw file_error(name, std::string{"OpenCV could not decode it: "} + e.what());
   }
+}
+
+image_stage_times image_pipeline::stage_times() const noexcept {
+  return counters_->totals();
+}
+
+void image_stage_counters::record_read(stage_clock::duration elapsed) noexcept {
+  read_ns_.fetch_add(static_cast<std::uint64_t>(elapsed.count()), std::memory_order_relaxed);
+}
+
+void image_stage_counters::record(stage_clock::time_point start, stage_clock::time_point decoded,
+                                  stage_clock::time_point resized, stage_clock::time_point done,
+                                  std::uint64_t decoded_pixels,
+                                  std::uint64_t source_pixels) noexcept {
+  auto const ns = [](stage_clock::duration d) { return static_cast<std::uint64_t>(d.count()); };
+  images_.fetch_add(1, std::memory_order_relaxed);
+  decode_ns_.fetch_add(ns(decoded - start), std::memory_order_relaxed);
+  resize_ns_.fetch_add(ns(resized - decoded), std::memory_order_relaxed);
+  jitter_ns_.fetch_add(ns(done - resized), std::memory_order_relaxed);
+  decoded_pixels_.fetch_add(decoded_pixels, std::memory_order_relaxed);
+  source_pixels_.fetch_add(source_pixels, std::memory_order_relaxed);
+}
+
+image_stage_times image_stage_counters::totals() const noexcept {
+  auto const seconds = [](std::atomic<std::uint64_t> const& ns) {
+    return std::chrono::duration<double>(stage_clock::duration{static_cast<stage_clock::rep>(
+                                             ns.load(std::memory_order_relaxed))})
+        .count();
+  };
+  return {.images = images_.load(std::memory_order_relaxed),
+          .read_s = seconds(read_ns_),
+          .decode_s = seconds(decode_ns_),
+          .resize_s = seconds(resize_ns_),
+          .jitter_s = seconds(jitter_ns_),
+          .decoded_pixels = decoded_pixels_.load(std::memory_order_relaxed),
+          .source_pixels = source_pixels_.load(std::memory_order_relaxed)};
 }
 
 sample_spec labelled_image_spec(image_pipeline const& pipeline) {

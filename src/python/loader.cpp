@@ -2,12 +2,16 @@
 
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "batch.hpp"
 #include "gpufeed/diagnosis.hpp"
@@ -23,15 +27,58 @@ namespace {
 // How long next() blocks with the GIL released before it checks for signals.
 constexpr std::chrono::milliseconds signal_check_interval{100};
 
-// A GIL-waiting share of the workers' Python time from which the diagnosis names the GIL.
+// A GIL-waiting share of the workers' read time from which the diagnosis names the GIL.
 constexpr double gil_bound_share = 0.25;
 
 class py_loader;
 
 // Every open loader, so that interpreter exit can stop their workers before Python goes away
 // (a worker entering Python during finalization would be ended inside C++ code).
+// Weak references: a loader dropped meanwhile is simply gone, and one being closed at exit is
+// kept alive by the closer.
 std::mutex registry_mutex;
-std::set<py_loader*> registry;
+std::vector<std::weak_ptr<py_loader>> registry;
+
+// Loaders closed on one of their own worker threads (Python's garbage collector runs wherever
+// Python allocates, so it can drop a loader in a reference cycle inside its own dataset's
+// __getitem__). A thread cannot join itself: another thread stops those loaders, and interpreter
+// exit waits for it. Under registry_mutex.
+struct deferred_stop {
+  std::thread thread;
+  std::shared_ptr<std::atomic<bool>> done;
+};
+std::vector<deferred_stop> deferred_stops;
+
+// Set by the atexit hook. A thread still waiting in next() then (a daemon thread) must not take
+// the GIL back: Python ends threads that do once it finalizes, by an unwind through C++ frames
+// that cannot be caught (std::terminate). Such a thread parks instead, and dies with the process.
+// The exiting thread itself never parks (an atexit hook of the user's may still call next()).
+std::atomic<bool> interpreter_exiting{false};
+std::atomic<std::thread::id> exiting_thread{};
+
+[[nodiscard]] bool must_park() noexcept {
+  return interpreter_exiting.load() && exiting_thread.load() != std::this_thread::get_id();
+}
+
+[[noreturn]] void park_forever() {
+  for (;;) std::this_thread::sleep_for(std::chrono::hours{1});
+}
+
+// Stops `l` on a new thread; joins the earlier such threads that have finished.
+void stop_elsewhere(loader&& l) {
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  std::thread stopper{[owned = std::make_unique<loader>(std::move(l)), done]() mutable {
+    owned.reset();  // joins the workers, the caller's included once its read returns
+    done->store(true);
+  }};
+  std::lock_guard const lock{registry_mutex};
+  std::erase_if(deferred_stops, [](deferred_stop& d) {
+    if (!d.done->load()) return false;
+    d.thread.join();
+    return true;
+  });
+  deferred_stops.push_back({std::move(stopper), std::move(done)});
+}
 
 class py_loader {
  public:
@@ -49,17 +96,19 @@ class py_loader {
       auto* writable = const_cast<python_dataset*>(python_data_.get());
       writable->set_workers(loader_->options().workers);
     }
-    std::lock_guard const lock{registry_mutex};
-    registry.insert(this);
   }
 
-  ~py_loader() {
-    {
-      std::lock_guard const lock{registry_mutex};
-      registry.erase(this);
-    }
-    close();
+  /// Makes a loader that interpreter exit will close.
+  static std::shared_ptr<py_loader> open(std::shared_ptr<dataset const> data,
+                                         py::dict const& kwargs) {
+    auto made = std::make_shared<py_loader>(std::move(data), kwargs);
+    std::lock_guard const lock{registry_mutex};
+    std::erase_if(registry, [](auto const& w) { return w.expired(); });
+    registry.push_back(made);
+    return made;
   }
+
+  ~py_loader() { close(); }
 
   py_loader(py_loader const&) = delete;
   py_loader& operator=(py_loader const&) = delete;
@@ -69,10 +118,15 @@ class py_loader {
       next_result result;
       {
         py::gil_scoped_release const released;
-        std::lock_guard const lock{consumer_};
-        auto& l = open_loader();
-        result = stream ? l.try_next_for(signal_check_interval, stream_of(*stream))
-                        : l.try_next_for(signal_check_interval);
+        {
+          std::lock_guard const lock{consumer_};
+          if (!must_park()) {
+            auto& l = open_loader();
+            result = stream ? l.try_next_for(signal_check_interval, stream_of(*stream))
+                            : l.try_next_for(signal_check_interval);
+          }
+        }
+        if (must_park()) park_forever();
       }
       switch (result.what) {
         case next_result::status::ready:
@@ -105,6 +159,9 @@ class py_loader {
   void close() {
     py::gil_scoped_release const released;
     std::lock_guard const lock{consumer_};
+    if (loader_ && python_data_ && python_data_->read_on_this_thread()) {
+      stop_elsewhere(std::move(*loader_));
+    }
     loader_.reset();  // joins the workers; they may take the GIL meanwhile
   }
 
@@ -133,18 +190,28 @@ class py_loader {
     auto const d = gpufeed::diagnose(s, gpu);
     if (python_data_ && d.kind != bottleneck::gpu_bound && d.kind != bottleneck::not_enough_data) {
       auto const t = python_data_->times();
-      auto const python_total = t.wait_s + t.python_s + t.copy_s;
-      if (python_total > 0 && t.wait_s >= gil_bound_share * python_total) {
-        char text[512];
-        std::snprintf(text, sizeof text,
+      // The GIL wait is the workers' read time spent neither running Python nor copying: the
+      // wait to take the GIL, and what worker_gil does not time, such as releasing it (a
+      // thread releasing the GIL that another has asked for waits until that one holds it:
+      // CPython's forced switch). With two workers of pure Python the untimed part was most of
+      // it, and the diagnosis missed the GIL (docs/benchmarks/python/README.md, section 5).
+      auto const read_s = std::max(s.read_s, t.wait_s + t.python_s + t.copy_s);
+      auto const waited_s = std::max(t.wait_s, read_s - t.python_s - t.copy_s);
+      if (read_s > 0 && waited_s >= gil_bound_share * read_s) {
+        char numbers[160];
+        std::snprintf(numbers, sizeof numbers,
                       "The workers waited for Python's GIL %.0f %% of their read time (%.2f s "
-                      "of %.2f s over %llu reads): the dataset's __getitem__ runs Python code "
-                      "that holds the GIL, so more workers do not help. Move the work to code "
-                      "that releases it (numpy, PIL or OpenCV decoding, file reads), use a "
-                      "gpufeed.datasets dataset, or precompute it. (Before the GIL: %s)",
-                      100.0 * t.wait_s / python_total, t.wait_s, python_total,
-                      static_cast<unsigned long long>(t.reads), d.sentence.c_str());
-        return py::make_tuple("gil_bound", std::string{text});
+                      "of %.2f s over %llu reads)",
+                      100.0 * waited_s / read_s, waited_s, read_s,
+                      static_cast<unsigned long long>(t.reads));
+        return py::make_tuple(
+            "gil_bound",
+            std::string{numbers} +
+                ": the dataset's __getitem__ runs Python code that holds the GIL, so more "
+                "workers do not help. Move the work to code that releases it (numpy, PIL or "
+                "OpenCV decoding, file reads), use a gpufeed.datasets dataset, or precompute "
+                "it. (Before the GIL: " +
+                d.sentence + ")");
       }
     }
     return py::make_tuple(to_string(d.kind), d.sentence);
@@ -189,12 +256,21 @@ class py_loader {
 };
 
 void close_all() {
-  std::set<py_loader*> open;
+  std::vector<std::shared_ptr<py_loader>> open;  // alive until closed, whoever drops them
   {
     std::lock_guard const lock{registry_mutex};
-    open = registry;
+    for (auto const& w : registry) {
+      if (auto l = w.lock()) open.push_back(std::move(l));
+    }
   }
-  for (auto* l : open) l->close();
+  for (auto const& l : open) l->close();
+  std::vector<deferred_stop> stopping;
+  {
+    std::lock_guard const lock{registry_mutex};
+    stopping.swap(deferred_stops);
+  }
+  py::gil_scoped_release const released;  // their workers may need it to finish a read
+  for (auto& d : stopping) d.thread.join();
 }
 
 }  // namespace
@@ -204,11 +280,12 @@ loader& native_loader(py::handle object) {
 }
 
 void bind_loader(py::module_& m) {
-  py::class_<py_loader>(m, "Loader",
-                        "The C++ loader; gpufeed.DataLoader is the torch-style way in. Keyword "
-                        "arguments are loader_options' fields.")
+  py::class_<py_loader, std::shared_ptr<py_loader>>(
+      m, "Loader",
+      "The C++ loader; gpufeed.DataLoader is the torch-style way in. Keyword "
+      "arguments are loader_options' fields.")
       .def(py::init([](std::shared_ptr<dataset> data, py::kwargs const& kwargs) {
-             return std::make_unique<py_loader>(std::move(data), kwargs);
+             return py_loader::open(std::move(data), kwargs);
            }),
            py::arg("dataset"))
       .def("next", &py_loader::next, py::arg("stream") = py::none(),
@@ -276,7 +353,15 @@ void bind_loader(py::module_& m) {
   m.def(
       "state_epoch", [](std::string const& text) { return loader_state::parse(text).epoch; },
       py::arg("state"), "The epoch of a Loader.state() text.");
-  m.def("_close_all", &close_all, "Stops every open loader's workers (registered with atexit).");
+  m.def("_close_all", &close_all, "Stops every open loader's workers.");
+  m.def(
+      "_at_exit",
+      [] {
+        exiting_thread.store(std::this_thread::get_id());
+        interpreter_exiting.store(true);
+        close_all();
+      },
+      "Registered with atexit: stops every loader, and parks threads still waiting in next().");
 }
 
 }  // namespace gpufeed::python

@@ -40,5 +40,5 @@ PYBIND11_MODULE(_gpufeed, m) {
   m.attr("has_cuda") = false;
 #endif
   // Stop every loader's workers before the interpreter goes away.
-  py::module_::import("atexit").attr("register")(m.attr("_close_all"));
+  py::module_::import("atexit").attr("register")(m.attr("_at_exit"));
 }

@@ -1,5 +1,6 @@
 #include "python_dataset.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <stdexcept>
@@ -98,17 +99,17 @@ void python_dataset::read(std::size_t index, sample_view out, read_context const
     py::object const sample = getitem_(index);
     leaves.resize(out.fields());
     tree_.for_each_leaf(sample, [&](std::size_t f, py::handle object, std::string const& path) {
-      auto const where = "sample " + std::to_string(index) + ", field '" + path + "'";
+      leaf_place const where{index, &path};
       auto leaf = std::make_unique<leaf_view>(object.ptr(), where);
       auto const& want = out.spec()[f];
       if (leaf->type() != want.type) {
-        throw std::invalid_argument{where + " is " + std::string{to_string(leaf->type())} +
+        throw std::invalid_argument{where.text() + " is " + std::string{to_string(leaf->type())} +
                                     " but sample 0's was " + std::string{to_string(want.type)} +
                                     "; return one dtype per field"};
       }
-      auto const shape = leaf->shape_vector();
-      if (shape != want.shape) {
-        throw std::invalid_argument{where + " has shape " + shape_text(shape) +
+      std::span<std::int64_t const> const shape{leaf->shape(), leaf->rank()};
+      if (!std::equal(shape.begin(), shape.end(), want.shape.begin(), want.shape.end())) {
+        throw std::invalid_argument{where.text() + " has shape " + shape_text(shape) +
                                     " but sample 0's was " + shape_text(want.shape) +
                                     "; batches need one shape per field: resize, crop or pad "
                                     "in the dataset"};
@@ -138,6 +139,10 @@ void python_dataset::read(std::size_t index, sample_view out, read_context const
   python_ns_.fetch_add((copy_started - started) + (now_ns() - copied), std::memory_order_relaxed);
   copy_ns_.fetch_add(copied - copy_started, std::memory_order_relaxed);
   reads_.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool python_dataset::read_on_this_thread() const noexcept {
+  return this_worker.inside && this_worker.dataset == dataset_.ptr();
 }
 
 gil_times python_dataset::times() const noexcept {

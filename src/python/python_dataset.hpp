@@ -57,6 +57,10 @@ class python_dataset final : public dataset {
   /// The number of worker threads, for get_worker_info().num_workers.
   void set_workers(unsigned workers) noexcept { workers_.store(workers); }
   [[nodiscard]] gil_times times() const noexcept;
+  /// Whether the calling thread is inside a read of this dataset's Python object, i.e. is a
+  /// worker of a loader reading it (Python's garbage collector can run there and drop that
+  /// loader, which must not join the thread it runs on).
+  [[nodiscard]] bool read_on_this_thread() const noexcept;
 
  private:
   void init_worker(unsigned worker) const;

@@ -15,8 +15,8 @@ PyObject* call_method(PyObject* object, char const* name) {
   return PyObject_CallMethod(object, name, nullptr);
 }
 
-[[noreturn]] void refuse(std::string const& where, std::string const& what) {
-  throw std::invalid_argument{where + " is " + what +
+[[noreturn]] void refuse(leaf_place const& where, std::string const& what) {
+  throw std::invalid_argument{where.text() + " is " + what +
                               "; a sample's leaves must be numbers (bool, int, float), numpy "
                               "arrays or scalars, or CPU tensors"};
 }
@@ -42,7 +42,7 @@ void copy_strided(std::byte* out, std::byte const* in, std::int64_t const* shape
 
 }  // namespace
 
-leaf_view::leaf_view(PyObject* object, std::string const& where) {
+leaf_view::leaf_view(PyObject* object, leaf_place const& where) {
   if (PyBool_Check(object) || PyLong_Check(object) || PyFloat_Check(object)) {
     from_scalar(object);
     return;
@@ -123,7 +123,7 @@ void leaf_view::from_scalar(PyObject* object) {
   data_ = scalar_.data();
 }
 
-bool leaf_view::from_buffer(PyObject* object, std::string const& where) {
+bool leaf_view::from_buffer(PyObject* object, leaf_place const& where) {
   if (PyObject_GetBuffer(object, &buffer_, PyBUF_RECORDS_RO) != 0) {
     PyErr_Clear();
     return false;
@@ -158,7 +158,7 @@ bool leaf_view::from_buffer(PyObject* object, std::string const& where) {
   return true;
 }
 
-void leaf_view::from_dlpack(PyObject* capsule, std::string const& where) {
+void leaf_view::from_dlpack(PyObject* capsule, leaf_place const& where) {
   auto* managed =
       static_cast<dlpack::managed_tensor*>(PyCapsule_GetPointer(capsule, dlpack::legacy_capsule));
   if (managed == nullptr) throw python_error::fetch();

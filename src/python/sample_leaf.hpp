@@ -15,14 +15,24 @@
 
 namespace gpufeed::python {
 
+/// Where a leaf is, for error messages only: built into text only when an error is raised (the
+/// reads that succeed, under the GIL, build no strings).
+struct leaf_place {
+  std::size_t index = 0;    ///< the sample's index
+  std::string const* path;  ///< the field's name
+  [[nodiscard]] std::string text() const {
+    return "sample " + std::to_string(index) + ", field '" + *path + "'";
+  }
+};
+
 /// A leaf's memory, held while it is copied. Take it with the GIL held; copy() needs no GIL;
 /// destroy it with the GIL held.
 class leaf_view {
  public:
-  /// Reads `object` as a leaf. `where` names it in errors ("sample 17, field 'image'").
+  /// Reads `object` as a leaf; `where` names it in errors ("sample 17, field 'image'").
   /// @throws std::invalid_argument for objects that are not numbers or arrays (strings, None,
   /// CUDA tensors, ...), saying what to return instead; python_error when Python raised.
-  leaf_view(PyObject* object, std::string const& where);
+  leaf_view(PyObject* object, leaf_place const& where);
   ~leaf_view();
   leaf_view(leaf_view const&) = delete;
   leaf_view& operator=(leaf_view const&) = delete;
@@ -41,8 +51,8 @@ class leaf_view {
 
  private:
   void from_scalar(PyObject* object);
-  bool from_buffer(PyObject* object, std::string const& where);
-  void from_dlpack(PyObject* capsule, std::string const& where);
+  bool from_buffer(PyObject* object, leaf_place const& where);
+  void from_dlpack(PyObject* capsule, leaf_place const& where);
 
   dtype type_ = dtype::u8;
   std::size_t rank_ = 0;

@@ -65,7 +65,7 @@ std::size_t sample_tree::add(py::handle object, std::string path, std::size_t de
     }
   } else {
     auto const name = path.empty() ? std::string{"sample"} : path;
-    leaf_view const leaf{object.ptr(), "field '" + name + "' of sample 0"};
+    leaf_view const leaf{object.ptr(), leaf_place{0, &name}};
     nodes_[n].what = kind::leaf;
     nodes_[n].field = spec_.size();
     nodes_[n].path = name;

@@ -1,6 +1,8 @@
 """gpufeed.DataLoader against torch.utils.data.DataLoader: the same batches, orders, epochs,
 samplers, resumption, held batches and step information."""
 
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -316,5 +318,66 @@ def test_the_diagnosis_names_the_gil_when_python_work_serializes_the_workers():
     d = loader.diagnose()
     assert d.kind == "gil_bound", d
     assert "GIL" in d.sentence and "gpufeed.datasets" in d.sentence
+    assert d.sentence.endswith(".)")  # the core's own sentence, whole, after it
     times = loader._native_dataset.gil_times()
     assert times["reads"] >= 240 and times["wait_s"] > 0  # workers run ahead into epoch 1
+
+
+def test_autotune_lets_gpufeed_choose_workers_and_depth():
+    loader = gpufeed.DataLoader(Indices(300), batch_size=6, shuffle=True, seed=2, autotune=True)
+    assert sorted(indices_of(loader)) == list(range(300))
+    stats = loader.stats()
+    assert stats["autotuned"] and stats["worker_threads"] >= 1
+
+
+def test_a_dataset_that_releases_the_gil_is_not_called_gil_bound():
+    class Sleeps(torch.utils.data.Dataset):
+        def __len__(self):
+            return 160
+
+        def __getitem__(self, i):
+            time.sleep(0.002)  # storage latency: the GIL is released while it waits
+            return np.int64(i)
+
+    loader = gpufeed.DataLoader(Sleeps(), batch_size=4, num_workers=2)
+    for _ in loader:
+        pass
+    d = loader.diagnose()
+    assert d.kind != "gil_bound", d
+
+
+def test_every_bundled_dataset_says_its_fields(tmp_path):
+    assert gpufeed.datasets.Synthetic(5, [("x", "float32", [2]), ("y", "int64", [])]).fields == \
+        [("x", "float32", (2,)), ("y", "int64", ())]
+    memory = gpufeed.datasets.InMemory({"a": np.zeros((4, 3), np.uint8), "b": np.ones(4, bool)})
+    assert memory.fields == [("a", "uint8", (3,)), ("b", "bool", ())] and len(memory) == 4
+    h5py = pytest.importorskip("h5py")
+    with h5py.File(tmp_path / "f.h5", "w") as f:
+        f.create_dataset("images", data=np.zeros((6, 2, 2), np.float16))
+        f.create_dataset("labels", data=np.arange(6))
+    assert gpufeed.datasets.HDF5(tmp_path / "f.h5").fields == \
+        [("images", "float16", (2, 2)), ("labels", "int64", ())]
+
+
+def test_image_folder_gives_torchvisions_samples_in_its_order(tmp_path):
+    if not gpufeed._gpufeed.has_images:
+        pytest.skip("built without the image datasets (OpenCV)")
+    torchvision = pytest.importorskip("torchvision")
+    from PIL import Image
+
+    rng = np.random.default_rng(3)
+    for c, name in enumerate(["cat", "dog", "emu"]):
+        (tmp_path / name).mkdir()
+        for k in range(3 + c):
+            pixels = rng.integers(0, 255, (40 + 4 * k, 56, 3), dtype=np.uint8)
+            Image.fromarray(pixels).save(tmp_path / name / f"{k:02d}.png")
+    ours = gpufeed.datasets.ImageFolder(tmp_path, height=32, width=32, resize="center_crop",
+                                        resize_to=32)
+    theirs = torchvision.datasets.ImageFolder(str(tmp_path))
+    assert ours.classes == theirs.classes
+    assert [(p, l) for p, l in ours.samples] == [(p, l) for p, l in theirs.samples]
+    got = list(gpufeed.DataLoader(ours, batch_size=4, num_workers=2))
+    want = list(TorchLoader(theirs, batch_size=4, collate_fn=lambda b: [t for _, t in b]))
+    assert [b[1].tolist() for b in got] == want
+    first = got[0][0][0]  # uint8 HWC, the centre of the first image scaled to 32 px
+    assert first.shape == (32, 32, 3) and first.dtype == torch.uint8

@@ -52,6 +52,9 @@ class image_folder final : public dataset {
   [[nodiscard]] std::vector<image_entry> const& entries() const noexcept { return entries_; }
   /// @brief The options in force.
   [[nodiscard]] image_options const& options() const noexcept { return pipeline_.options(); }
+  /// @brief Where the workers' time went so far (read, decode, resize, jitter), summed over
+  /// workers; thread-safe.
+  [[nodiscard]] image_stage_times stage_times() const noexcept { return pipeline_.stage_times(); }
 
  private:
   detail::image_pipeline pipeline_;

@@ -62,6 +62,27 @@ struct image_options {
   /// Let JPEGs be decoded at 1/2, 1/4 or 1/8 size (libjpeg's DCT scaling) when the crop is
   /// that much larger than the output: much faster, and nearly the same pixels.
   bool reduced_decoding = true;
+  /// Decode (inverse DCT, upsampling, colour conversion) only the rows and columns of a JPEG
+  /// that the crop needs; the pixels inside the crop are those of a whole decode.
+  bool cropped_decoding = true;
+  /// Where the crop is resampled anyway and covers most of the image (75 % of its area, or any
+  /// part without cropped_decoding), decode a YCbCr JPEG to its planes (no upsampling or colour
+  /// conversion in libjpeg), resample each at its own resolution and convert to RGB at the
+  /// output size: faster, with chroma that differs from a full RGB decode's by under a grey
+  /// level on average (more at sharp colour edges). Smaller crops take cropped_decoding.
+  bool planar_decoding = true;
+};
+
+/// @brief Where an image dataset's workers spent their time, summed over workers, since the
+/// dataset was constructed (`image_folder::stage_times()`, `file_list::stage_times()`).
+struct image_stage_times {
+  std::uint64_t images = 0;          ///< images decoded and transformed (failures not counted)
+  double read_s = 0;                 ///< reading the files
+  double decode_s = 0;               ///< decoding them (JPEG: only the part and the size needed)
+  double resize_s = 0;               ///< cropping, scaling, flipping into the batch
+  double jitter_s = 0;               ///< colour jitter
+  std::uint64_t decoded_pixels = 0;  ///< pixels decoded (after DCT scaling and cropping)
+  std::uint64_t source_pixels = 0;   ///< the same images' pixels at full size
 };
 
 /// @brief One image of an image dataset: its path and its label.

@@ -2,8 +2,11 @@
 /// @file
 /// @brief The decode and transform shared by `image_folder` and `file_list` (internal).
 
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -39,9 +42,35 @@ struct jpeg_header {
 /// or if it is empty.
 void read_file(std::string const& path, std::vector<unsigned char>& buffer);
 
+using stage_clock = std::chrono::steady_clock;
+
+/// @brief What an image pipeline's stages took, summed over the threads that ran it. Shared by
+/// the copies of a pipeline; relaxed atomic counters (a few additions per image).
+class image_stage_counters {
+ public:
+  /// @brief Adds the time one file took to read.
+  void record_read(stage_clock::duration elapsed) noexcept;
+  /// @brief Adds one image: decode from `start` to `decoded`, crop/resize/flip to `resized`,
+  /// jitter to `done`; the pixels it decoded and the pixels of its full size.
+  void record(stage_clock::time_point start, stage_clock::time_point decoded,
+              stage_clock::time_point resized, stage_clock::time_point done,
+              std::uint64_t decoded_pixels, std::uint64_t source_pixels) noexcept;
+  [[nodiscard]] image_stage_times totals() const noexcept;
+
+ private:
+  std::atomic<std::uint64_t> images_{0};
+  std::atomic<std::uint64_t> read_ns_{0};
+  std::atomic<std::uint64_t> decode_ns_{0};
+  std::atomic<std::uint64_t> resize_ns_{0};
+  std::atomic<std::uint64_t> jitter_ns_{0};
+  std::atomic<std::uint64_t> decoded_pixels_{0};
+  std::atomic<std::uint64_t> source_pixels_{0};
+};
+
 /// @brief Decodes an image by its content and writes it, cropped, scaled and augmented as the
-/// options say, as uint8 RGB HWC. Thread-safe; holds no mutable state (each thread keeps its own
-/// file buffer). All randomness comes from the `seed` argument.
+/// options say, as uint8 RGB HWC. Thread-safe; its only mutable state is its stage counters
+/// (each thread keeps its own file and pixel buffers). All randomness comes from the `seed`
+/// argument.
 class image_pipeline {
  public:
   /// @throws logic_error on options out of range (naming the option and its value).
@@ -61,8 +90,12 @@ class image_pipeline {
   void transform(std::span<unsigned char const> encoded, std::string const& name,
                  std::span<std::uint8_t> out, std::uint64_t seed) const;
 
+  /// @brief The time spent per stage by this pipeline and its copies so far.
+  [[nodiscard]] image_stage_times stage_times() const noexcept;
+
  private:
   image_options options_;
+  std::shared_ptr<image_stage_counters> counters_;
 };
 
 /// @brief The fields of a labelled image dataset (image_folder, file_list): "image" uint8

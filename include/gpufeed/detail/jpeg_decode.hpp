@@ -1,13 +1,20 @@
 #pragma once
 /// @file
-/// @brief JPEG decoding with libjpeg where every problem libjpeg reports is an error (internal).
+/// @brief JPEG decoding with libjpeg where every problem libjpeg reports is an error, of only the
+/// rows and columns a crop needs, at a reduced size where the output allows (internal).
 ///
 /// cv::imdecode lets libjpeg decode damaged entropy-coded data with only a warning on stderr,
 /// which yields a garbled picture; this decoder turns libjpeg's warnings into errors as well.
 
-#include <opencv2/core.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
+#include <vector>
+
+#include "gpufeed/detail/image_resize.hpp"
+#include "gpufeed/error.hpp"
 
 namespace gpufeed::detail {
 
@@ -18,16 +25,74 @@ namespace gpufeed::detail {
 /// @brief Whether `bytes` start with the PNG signature (89 50 4E 47 0D 0A 1A 0A).
 [[nodiscard]] bool looks_like_png(std::span<unsigned char const> bytes) noexcept;
 
-/// @brief Decodes the JPEG `bytes` to 8-bit BGR, as `cv::imdecode` with `IMREAD_COLOR |
-/// IMREAD_IGNORE_ORIENTATION` does (grey is replicated; CMYK and YCCK are converted), at
-/// 1/`reduction` of its size (1, 2, 4 or 8) through libjpeg's DCT scaling.
+/// @brief A rectangle of pixels: [x, x + width) x [y, y + height).
+struct pixel_rect {
+  int x = 0;
+  int y = 0;
+  int width = 0;
+  int height = 0;
+};
+
+/// @brief One JPEG being decoded: its header is read at construction; `decode` writes RGBX
+/// pixels (colour and grey as `cv::imdecode` with `IMREAD_COLOR | IMREAD_IGNORE_ORIENTATION`
+/// makes them, in RGB order; CMYK and YCCK converted) of the rows and columns asked for, at
+/// 1/`reduction` of the image's size (libjpeg's DCT scaling).
 ///
-/// A decoded size over OPENCV_IO_MAX_IMAGE_PIXELS (default 2^30) pixels is refused, as OpenCV
-/// refuses it, so that a forged header cannot ask for gigabytes.
-/// @throws file_error naming `name` for any error or warning libjpeg reports ("corrupt JPEG:"
-/// and libjpeg's message) and for an image too large. @throws logic_error for another
-/// `reduction`.
-[[nodiscard]] cv::Mat decode_jpeg(std::span<unsigned char const> bytes, int reduction,
-                                  std::string const& name);
+/// Only the rows and columns that cover the rectangle asked for go through the inverse DCT,
+/// upsampling and colour conversion (libjpeg-turbo's `jpeg_crop_scanline` and
+/// `jpeg_skip_scanlines`); the entropy-coded data of the whole image is still read, so damage
+/// anywhere in it is reported whatever the rectangle. Inside the rectangle the pixels are those
+/// of a decode of the whole image. Not thread-safe; one per image.
+class jpeg_reader {
+ public:
+  /// @brief Reads the header of the JPEG `bytes` (which must outlive the reader).
+  /// @throws file_error naming `name` for any error or warning libjpeg reports ("corrupt JPEG:"
+  /// and libjpeg's message).
+  jpeg_reader(std::span<unsigned char const> bytes, std::string name);
+  ~jpeg_reader();
+  jpeg_reader(jpeg_reader const&) = delete;
+  jpeg_reader& operator=(jpeg_reader const&) = delete;
+  jpeg_reader(jpeg_reader&&) = delete;
+  jpeg_reader& operator=(jpeg_reader&&) = delete;
+
+  /// @brief The image's size as its frame header states it.
+  [[nodiscard]] int width() const noexcept;
+  [[nodiscard]] int height() const noexcept;
+
+  /// @brief Decodes at 1/`reduction` of the size (1, 2, 4 or 8): the decoded image is
+  /// ceil(width / reduction) x ceil(height / reduction). @throws logic_error for another value.
+  void set_reduction(int reduction);
+  /// @brief The decoded image's size at the reduction set (the full size before any).
+  [[nodiscard]] int decoded_width() const noexcept;
+  [[nodiscard]] int decoded_height() const noexcept;
+
+  /// @brief Decodes the rows and columns covering `want` (decoded pixels, clamped to the
+  /// decoded image) into `buffer`; the result may start left of `want` (libjpeg crops on block
+  /// boundaries) and is positioned by its `x` and `y`. Call once.
+  /// A decoded size over OPENCV_IO_MAX_IMAGE_PIXELS (default 2^30) pixels is refused, as OpenCV
+  /// refuses it, so that a forged header cannot ask for gigabytes.
+  /// @throws file_error naming the image for any error or warning libjpeg reports, and for an
+  /// image too large.
+  [[nodiscard]] rgbx_view decode(pixel_rect want, rgbx_buffer& buffer);
+
+  /// @brief Whether decode_planes can decode this JPEG: three components in YCbCr, the chroma
+  /// subsampled by 1 or 2 in each direction (4:4:4, 4:2:2, 4:4:0, 4:2:0), 8 bits.
+  [[nodiscard]] bool planar() const noexcept;
+  /// @brief Decodes the whole image, at the reduction set, to its Y, Cb and Cr planes as the
+  /// file stores them (no upsampling, no colour conversion) into `buffer`. Call once, instead
+  /// of decode, and only when planar().
+  /// @throws file_error as decode does.
+  [[nodiscard]] ycc_view decode_planes(std::vector<std::uint8_t>& buffer);
+
+ private:
+  // libjpeg's message as the error to throw.
+  [[nodiscard]] file_error corrupt() const;
+  // @throws file_error if the decoded size is empty or over OpenCV's pixel limit.
+  void check_decoded_size() const;
+
+  struct state;
+  std::unique_ptr<state> state_;
+  std::string name_;
+};
 
 }  // namespace gpufeed::detail

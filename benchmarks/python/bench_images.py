@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""Image folder, same augmentations: torchvision's ImageFolder + transforms in torch's
+DataLoader (worker processes) vs gpufeed.datasets.ImageFolder in gpufeed.DataLoader (worker
+threads), same JPEGs, batch size and worker count, interleaved paired repeats. Goal: gpufeed at
+least 3x torch (median of the per-repeat ratios), in both cases:
+
+  train: RandomResizedCrop(224) + RandomHorizontalFlip() + ColorJitter(0.4, 0.4, 0.4)
+  eval:  Resize(256) + CenterCrop(224)
+
+torch's side ends with PILToTensor (uint8 CHW, what gpufeed delivers as uint8 HWC; ToTensor
+would add a float conversion gpufeed does on the GPU). A third peer, gpufeed_full_decode, turns
+gpufeed's reduced-size JPEG decoding off (reduced_decoding=False), to show how much of the
+ratio comes from it.
+
+The JPEGs (photograph-sized, 400-500 px, seeded textures) are made once into --data/images.
+
+  PYTHONPATH=build/python /usr/bin/python3 benchmarks/python/bench_images.py [--repeats 5]
+"""
+
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import paired  # noqa: E402
+
+
+def make_images(root, count, classes, seed=11):
+    """`count` JPEGs of 400-500 x 375-450 px in `classes` folders: low-frequency colour fields
+    (upsampled random grids) plus stripes and fine noise, so that they decode and compress like
+    photographs (about 10:1 at quality 90)."""
+    from PIL import Image
+
+    done = os.path.join(root, f".done-{count}-{classes}-{seed}")
+    if os.path.exists(done):
+        return
+    rng = np.random.default_rng(seed)
+    for i in range(count):
+        folder = os.path.join(root, f"class{i % classes:02d}")
+        os.makedirs(folder, exist_ok=True)
+        w, h = int(rng.integers(400, 501)), int(rng.integers(375, 451))
+        coarse = rng.integers(0, 256, (int(rng.integers(6, 16)), int(rng.integers(6, 16)), 3),
+                              dtype=np.uint8)
+        field = np.asarray(Image.fromarray(coarse).resize((w, h), Image.BICUBIC), np.float32)
+        y, x = np.mgrid[0:h, 0:w].astype(np.float32)
+        k = 0.02 + 0.2 * rng.random()
+        stripes = 30.0 * np.sin(k * (x * np.cos(i) + y * np.sin(i)))[..., None]
+        noise = rng.normal(0.0, 10.0, (h, w, 3)).astype(np.float32)
+        pixels = np.clip(field + stripes + noise, 0, 255).astype(np.uint8)
+        Image.fromarray(pixels).save(os.path.join(folder, f"{i:05d}.jpg"), quality=90)
+    open(done, "w").close()
+
+
+def torch_loader(root, case, batch_size, workers):
+    import torch
+    import torchvision.datasets as tvd
+    import torchvision.transforms as T
+
+    if case == "train":
+        steps = [T.RandomResizedCrop(224), T.RandomHorizontalFlip(),
+                 T.ColorJitter(brightness=0.4, contrast=0.4, saturation=0.4)]
+    else:
+        steps = [T.Resize(256), T.CenterCrop(224)]
+    data = tvd.ImageFolder(root, transform=T.Compose(steps + [T.PILToTensor()]))
+    # pin_memory as a CUDA user sets it: True with a GPU; this machine has none.
+    return torch.utils.data.DataLoader(data, batch_size=batch_size, shuffle=True,
+                                       num_workers=workers, persistent_workers=True,
+                                       pin_memory=torch.cuda.is_available(), drop_last=True)
+
+
+def gpufeed_loader(root, case, batch_size, workers, reduced_decoding=True):
+    import gpufeed
+
+    if case == "train":
+        options = dict(resize="random_resized_crop", horizontal_flip=True,
+                       jitter={"brightness": 0.4, "contrast": 0.4, "saturation": 0.4})
+    else:
+        options = dict(resize="center_crop", resize_to=256)
+    data = gpufeed.datasets.ImageFolder(root, height=224, width=224,
+                                        reduced_decoding=reduced_decoding, **options)
+    return gpufeed.DataLoader(data, batch_size=batch_size, shuffle=True, num_workers=workers,
+                              persistent_workers=True, drop_last=True)
+
+
+def main():
+    p = paired.loader_parser(__doc__, batch_size=32)
+    p.add_argument("--images", type=int, default=512)
+    p.add_argument("--classes", type=int, default=8)
+    p.add_argument("--torch-batches", type=int, default=8, help="timed batches of torch")
+    p.add_argument("--gpufeed-batches", type=int, default=16, help="timed batches of gpufeed")
+    p.add_argument("--cases", default="train,eval")
+    a = paired.parse(p)
+
+    root = os.path.join(a.data, "images")
+    make_images(root, a.images, a.classes)
+    results, goals = {}, []
+    for case in a.cases.split(","):
+        print(f"== {case}")
+        # torch's worker processes first: they fork before gpufeed's threads exist.
+        loaders = {"torch": torch_loader(root, case, a.batch_size, a.workers)}
+        streams = {"torch": paired.start(loaders["torch"], a.warmup)}
+        loaders["gpufeed"] = gpufeed_loader(root, case, a.batch_size, a.workers)
+        loaders["gpufeed_full_decode"] = gpufeed_loader(root, case, a.batch_size, a.workers,
+                                                        reduced_decoding=False)
+        for n in ("gpufeed", "gpufeed_full_decode"):
+            streams[n] = paired.start(loaders[n], a.warmup)
+        counts = {"gpufeed": a.gpufeed_batches, "gpufeed_full_decode": a.gpufeed_batches,
+                  "torch": a.torch_batches}
+        runners = {n: (lambda n=n: paired.timed(streams[n], a.warmup, counts[n]))
+                   for n in streams}
+        r = paired.paired(runners, a.repeats, [("gpufeed", "torch"),
+                                               ("gpufeed_full_decode", "torch")])
+        for loader in loaders.values():
+            if hasattr(loader, "close"):
+                loader.close()
+        results[case] = r
+        goals.append(paired.goal(f"{case}: gpufeed >= 3x torch", r["median_ratio"]["gpufeed/torch"],
+                                 3.0, "median of paired ratios"))
+    config = {k: v for k, v in vars(a).items() if k not in ("out", "data")}
+    config.update(image_sizes="400-500 x 375-450 JPEG q90", torch_output="PILToTensor uint8 CHW",
+                  gpufeed_output="uint8 NHWC", shuffle=True, persistent_workers=True,
+                  pin_memory=False, jitter="brightness 0.4, contrast 0.4, saturation 0.4")
+    paired.report("images", config, results, goals, a.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+#pragma once
+/// @file
+/// @brief The image datasets' crop-and-resize: antialiased bilinear resampling (torchvision's
+/// `resize(..., antialias=True)`, PIL's `BILINEAR`) of RGBX pixels into RGB (internal).
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace gpufeed::detail {
+
+/// @brief Rows of RGBX pixels (4 bytes each; X is ignored). Each row may be read up to 8 bytes
+/// past its last pixel (the buffers below leave room for it).
+struct rgbx_view {
+  std::uint8_t const* data = nullptr;  ///< the first pixel
+  std::size_t stride = 0;              ///< bytes from one row to the next
+  int width = 0;
+  int height = 0;
+  int x = 0;  ///< where this view starts in the image it was cut from
+  int y = 0;
+};
+
+/// @brief Memory for RGBX rows, kept from one image to the next (one per thread).
+class rgbx_buffer {
+ public:
+  /// @brief Room for `height` rows of `width` pixels, each followed by padding that the
+  /// resampler may read; the contents are unspecified. @return the first row.
+  std::uint8_t* reset(int width, int height);
+  [[nodiscard]] std::size_t stride() const noexcept { return stride_; }
+  /// @brief The rows as a view (x = y = 0).
+  [[nodiscard]] rgbx_view view(int width, int height) const noexcept {
+    return {bytes_.data(), stride_, width, height, 0, 0};
+  }
+
+ private:
+  std::vector<std::uint8_t> bytes_;
+  std::size_t stride_ = 0;
+};
+
+/// @brief One plane of a YCbCr image as JPEG stores it: 8-bit samples, each covering
+/// `x_step` x `y_step` pixels of the image (2 for subsampled chroma, else 1).
+struct plane_view {
+  std::uint8_t const* data = nullptr;
+  std::size_t stride = 0;  ///< bytes from one row to the next
+  int width = 0;           ///< samples per row
+  int height = 0;          ///< rows
+  int x_step = 1;
+  int y_step = 1;
+};
+
+/// @brief The Y, Cb and Cr planes of an image of `width` x `height` pixels.
+struct ycc_view {
+  plane_view y;
+  plane_view cb;
+  plane_view cr;
+  int width = 0;
+  int height = 0;
+};
+
+/// @brief A crop of a `rgbx_view`, in its pixels; it may start and end between pixels.
+struct crop_area {
+  double x = 0;
+  double y = 0;
+  double width = 0;
+  double height = 0;
+};
+
+/// @brief Resamples `area` of `source` to `out_width` x `out_height` RGB pixels (HWC) in `out`,
+/// mirrored left-right when `mirror`.
+///
+/// Each axis is filtered separately with a triangle filter whose support grows with the
+/// reduction (plain bilinear when enlarging, an antialiased average when shrinking); input
+/// pixels are taken only from the whole pixels the area touches (as if the crop were cut out
+/// first, as torchvision crops before it resizes). Vertical first, then horizontal, in 16-bit
+/// fixed point (pixels with 7 fraction bits, weights with 15), rounded to 8 bits once at the
+/// end. AVX2 where the CPU has it, the same arithmetic in plain C++ elsewhere: the same pixels
+/// on every machine. Uses per-thread memory for the intermediate rows (kept between calls).
+void resize_rgbx_to_rgb(rgbx_view const& source, crop_area const& area, std::span<std::uint8_t> out,
+                        int out_width, int out_height, bool mirror);
+
+/// @brief For tests: makes every thread use the plain C++ kernels (true) or the fastest this
+/// CPU has (false, the default), to check that both give the same pixels. @return whether the
+/// fastest were in use before.
+bool use_portable_resize(bool portable) noexcept;
+
+/// @brief Whether `area` is whole pixels of exactly `out_width` x `out_height`: a copy, with no
+/// resampling (resize_rgbx_to_rgb copies such crops).
+[[nodiscard]] bool is_copy(crop_area const& area, int out_width, int out_height) noexcept;
+
+/// @brief As resize_rgbx_to_rgb, from the planes of a YCbCr image: each plane is resampled at
+/// its own resolution (the chroma planes from their subsampled samples, positioned as JPEG
+/// centres them), then converted to RGB (BT.601 full range, as JPEG's) at the output size.
+/// `area` is in the image's pixels. The chroma then differs from that of a full-size RGB decode
+/// resampled the same way by how libjpeg's upsampling interpolates it: a grey level or two on
+/// average, more at sharp colour edges (tests/image_decode_test.cpp measures it).
+void resize_ycc_to_rgb(ycc_view const& source, crop_area const& area, std::span<std::uint8_t> out,
+                       int out_width, int out_height, bool mirror);
+
+}  // namespace gpufeed::detail

@@ -1,0 +1,808 @@
+// Named image_*.cpp so that src/CMakeLists.txt's glob of the image datasets' sources builds it.
+#include "gpufeed/detail/image_resize.hpp"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <utility>
+
+#include "gpufeed/error.hpp"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
+namespace gpufeed::detail {
+
+namespace {
+
+// Pixel values travel between the passes as int16 with 7 fraction bits (Q7: 255 -> 32640);
+// weights are Q15. One step of a pass is x * w rounded back to Q7, SSSE3's pmulhrsw:
+// (x * w + 2^14) >> 15, exact in 32 bits. The weights of an output sum to 2^15, so sums stay
+// within int16 and the rounding error of a pass is below 1/32 of a grey level.
+constexpr int q7_bits = 7;
+constexpr int weight_bits = 15;
+constexpr int weight_one = 1 << weight_bits;
+constexpr std::int16_t weight_max = 32767;  // 1.0 itself is a copy (see filter_rows)
+// Padding after each RGBX row (the decoder's buffers keep a spare row as well).
+constexpr std::size_t row_padding = 16;
+
+template <class T>
+T round_up(T n, T m) noexcept {
+  return (n + m - 1) / m * m;
+}
+
+// The filter taps of one axis: for output i, `taps` weights (zeros included) applied to the
+// inputs first[i], first[i] + 1, ... of the window.
+struct axis_taps {
+  int taps = 0;
+  std::vector<int> first;
+  std::vector<std::int16_t> weights;
+  std::vector<double> scratch;
+  // What they were made for: the same geometry (every image of one size through a centre crop)
+  // reuses them.
+  double start = -1;
+  double length = 0;
+  int window = 0;
+  int outputs = 0;
+};
+
+// PIL's BILINEAR resampling (torchvision's antialias=True): output i samples the window at
+// `start + (i + 0.5) * scale` with a triangle of half-width max(scale, 1), over the inputs it
+// reaches, normalised; `window` inputs exist.
+// floor() without the library call that baseline x86-64 makes of std::floor.
+int floor_int(double x) noexcept {
+  auto const i = static_cast<int>(x);
+  return i - (x < i ? 1 : 0);
+}
+
+void make_taps(axis_taps& a, double start, double length, int window, int outputs) {
+  if (a.start == start && a.length == length && a.window == window && a.outputs == outputs) return;
+  double const scale = length / outputs;
+  double const support = std::max(scale, 1.0);
+  double const inverse_support = 1.0 / support;
+  auto const n = static_cast<std::size_t>(outputs);
+  // Each output's inputs [lo, hi): the pixels whose centres the triangle reaches.
+  a.first.resize(n);
+  a.scratch.resize(2 * n);
+  int widest = 1;
+  for (std::size_t i = 0; i < n; ++i) {
+    double const c = start + (static_cast<double>(i) + 0.5) * scale;
+    int const lo = std::clamp(floor_int(c - support + 0.5), 0, window - 1);
+    int const hi = std::clamp(floor_int(c + support + 0.5), lo + 1, window);
+    a.scratch[2 * i] = lo;
+    a.scratch[2 * i + 1] = hi;
+    widest = std::max(widest, hi - lo);
+  }
+  a.taps = widest;
+  a.weights.assign(n * static_cast<std::size_t>(a.taps), 0);
+  std::array<double, 64> local{};
+  std::vector<double> wide;  // only for a reduction by more than about 30
+  double* const raw = widest <= static_cast<int>(local.size())
+                          ? local.data()
+                          : (wide.resize(static_cast<std::size_t>(widest)), wide.data());
+  for (std::size_t i = 0; i < n; ++i) {
+    double const c = start + (static_cast<double>(i) + 0.5) * scale;
+    auto const lo = static_cast<int>(a.scratch[2 * i]);
+    auto const hi = static_cast<int>(a.scratch[2 * i + 1]);
+    double sum = 0;
+    for (int x = lo; x < hi; ++x) {
+      double const w = std::max(0.0, 1.0 - std::abs(x + 0.5 - c) * inverse_support);
+      raw[x - lo] = w;
+      sum += w;
+    }
+    if (sum <= 0) {  // a sample point between pixels the triangle misses: the nearest one
+      std::fill(raw, raw + (hi - lo), 0.0);
+      raw[0] = 1;
+      sum = 1;
+    }
+    // Start early enough that all `taps` inputs exist.
+    int const first = std::max(0, std::min(lo, window - a.taps));
+    a.first[i] = first;
+    std::int16_t* w = a.weights.data() + i * static_cast<std::size_t>(a.taps);
+    double const to_fixed = weight_one / sum;
+    int total = 0;
+    int largest = lo - first;
+    for (int x = lo; x < hi; ++x) {
+      auto const q = static_cast<int>(raw[x - lo] * to_fixed + 0.5);
+      w[x - first] = static_cast<std::int16_t>(std::min(q, int{weight_max}));
+      total += q;
+      if (q > w[largest]) largest = x - first;
+    }
+    // Sums to one (2^15); a lone weight of one stays at weight_max and is copied instead.
+    w[largest] =
+        static_cast<std::int16_t>(std::clamp(w[largest] + weight_one - total, 0, int{weight_max}));
+  }
+  a.start = start;
+  a.length = length;
+  a.window = window;
+  a.outputs = outputs;
+}
+
+std::int16_t step(std::int16_t x, std::int16_t w) noexcept {  // pmulhrsw
+  return static_cast<std::int16_t>((x * w + (1 << 14)) >> 15);
+}
+
+// A filter pass down the rows: output row j is the weighted sum of input rows taps.first[j]
+// .. + taps.taps - 1, `count` values each.
+void filter_pass_plain(std::int16_t const* in, std::size_t in_stride, std::size_t count,
+                       axis_taps const& taps, int out_rows, std::int16_t* out,
+                       std::size_t out_stride) noexcept {
+  auto const n = static_cast<std::size_t>(taps.taps);
+  for (int j = 0; j < out_rows; ++j) {
+    std::int16_t const* const w = taps.weights.data() + static_cast<std::size_t>(j) * n;
+    std::int16_t const* const first =
+        in + static_cast<std::size_t>(taps.first[static_cast<std::size_t>(j)]) * in_stride;
+    std::int16_t* const dst = out + static_cast<std::size_t>(j) * out_stride;
+    if (auto const* one = std::find(w, w + n, weight_max); one != w + n) {  // as the AVX2 pass
+      std::memcpy(dst, first + static_cast<std::size_t>(one - w) * in_stride,
+                  count * sizeof(std::int16_t));
+      continue;
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+      std::int16_t acc = 0;
+      for (std::size_t k = 0; k < n; ++k) {
+        acc = static_cast<std::int16_t>(acc + step(first[k * in_stride + i], w[k]));
+      }
+      dst[i] = acc;
+    }
+  }
+}
+
+// u8 -> Q7, [from, count).
+void widen_portable(std::uint8_t const* in, std::size_t from, std::size_t count,
+                    std::int16_t* out) noexcept {
+  for (std::size_t i = from; i < count; ++i) {
+    out[i] = static_cast<std::int16_t>(in[i] << q7_bits);
+  }
+}
+
+std::uint8_t narrow(std::int16_t q7) noexcept {
+  return static_cast<std::uint8_t>(std::clamp((q7 + (1 << (q7_bits - 1))) >> q7_bits, 0, 255));
+}
+
+// Q7 RGBX pixels -> RGB bytes, [from, pixels).
+void narrow_portable(std::int16_t const* in, std::size_t from, std::size_t pixels,
+                     std::uint8_t* out) noexcept {
+  for (std::size_t p = from; p < pixels; ++p) {
+    out[3 * p] = narrow(in[4 * p]);
+    out[3 * p + 1] = narrow(in[4 * p + 1]);
+    out[3 * p + 2] = narrow(in[4 * p + 2]);
+  }
+}
+
+// out[c][r] = in[r][c] for RGBX pixels of four int16 (8 bytes), rows [r0, rows) and columns
+// [c0, cols) (the rest is done); with `mirror`, the output columns come from the input rows in
+// reverse (out[c][r] = in[rows - 1 - r][c]).
+void transpose_portable(std::int16_t const* in, std::size_t in_stride, int rows, int cols, int r0,
+                        int c0, bool mirror, std::int16_t* out, std::size_t out_stride) noexcept {
+  auto const copy = [&](int r, int c) {
+    std::int16_t const* src = in + static_cast<std::size_t>(mirror ? rows - 1 - r : r) * in_stride;
+    std::memcpy(out + static_cast<std::size_t>(c) * out_stride + 4 * static_cast<std::size_t>(r),
+                src + 4 * static_cast<std::size_t>(c), 4 * sizeof(std::int16_t));
+  };
+  for (int r = r0; r < rows; ++r) {
+    for (int c = 0; c < cols; ++c) copy(r, c);
+  }
+  for (int r = 0; r < r0; ++r) {
+    for (int c = c0; c < cols; ++c) copy(r, c);
+  }
+}
+
+// RGBX pixels -> RGB bytes, pixels [from, width) of the output row, mirrored if asked.
+void copy_row_portable(std::uint8_t const* src, int from, int width, bool mirror,
+                       std::uint8_t* dst) noexcept {
+  for (int c = from; c < width; ++c) {
+    std::uint8_t const* p = src + 4 * static_cast<std::size_t>(mirror ? width - 1 - c : c);
+    std::uint8_t* d = dst + 3 * static_cast<std::size_t>(c);
+    d[0] = p[0];
+    d[1] = p[1];
+    d[2] = p[2];
+  }
+}
+
+// out[c][r] = in[r][c] for int16 values, rows [r0, rows) and columns [c0, cols) (the rest is
+// done); with `mirror`, out[c][r] = in[rows - 1 - r][c].
+void transpose16_portable(std::int16_t const* in, std::size_t in_stride, int rows, int cols, int r0,
+                          int c0, bool mirror, std::int16_t* out, std::size_t out_stride) noexcept {
+  auto const copy = [&](int r, int c) {
+    out[static_cast<std::size_t>(c) * out_stride + static_cast<std::size_t>(r)] =
+        in[static_cast<std::size_t>(mirror ? rows - 1 - r : r) * in_stride +
+           static_cast<std::size_t>(c)];
+  };
+  for (int r = r0; r < rows; ++r) {
+    for (int c = 0; c < cols; ++c) copy(r, c);
+  }
+  for (int r = 0; r < r0; ++r) {
+    for (int c = c0; c < cols; ++c) copy(r, c);
+  }
+}
+
+// YCbCr -> RGB, BT.601 full range as JPEG's: R = Y + 1.402 Cr', G = Y - 0.34414 Cb' -
+// 0.71414 Cr', B = Y + 1.772 Cb' (Cb', Cr' centred on 0). In Q7 with Q15 factors below one:
+// each factor over one is split (1.402 = 1 + 0.402). The sums saturate, which clamps.
+constexpr std::int16_t chroma_zero = 128 << q7_bits;
+constexpr std::int16_t k_r = 13173;   // 0.402 (of 1.402)
+constexpr std::int16_t k_gb = 11277;  // 0.34414
+constexpr std::int16_t k_gr = 23401;  // 0.71414
+constexpr std::int16_t k_b = 25297;   // 0.772 (of 1.772)
+
+std::int16_t saturated(int v) noexcept {
+  return static_cast<std::int16_t>(std::clamp(v, -32768, 32767));
+}
+
+// Pixels [from, count) of the three planes -> RGB bytes.
+void ycc_to_rgb_portable(std::int16_t const* y, std::int16_t const* cb, std::int16_t const* cr,
+                         std::size_t from, std::size_t count, std::uint8_t* out) noexcept {
+  for (std::size_t i = from; i < count; ++i) {
+    auto const b_ = static_cast<std::int16_t>(cb[i] - chroma_zero);
+    auto const r_ = static_cast<std::int16_t>(cr[i] - chroma_zero);
+    int const red = r_ + step(r_, k_r);
+    int const green = step(b_, k_gb) + step(r_, k_gr);
+    int const blue = b_ + step(b_, k_b);
+    out[3 * i] = narrow(saturated(y[i] + red));
+    out[3 * i + 1] = narrow(saturated(y[i] - green));
+    out[3 * i + 2] = narrow(saturated(y[i] + blue));
+  }
+}
+
+struct kernels {
+  void (*filter_pass)(std::int16_t const*, std::size_t, std::size_t, axis_taps const&, int,
+                      std::int16_t*, std::size_t) noexcept;
+  void (*widen)(std::uint8_t const*, std::size_t, std::int16_t*) noexcept;
+  void (*narrow_rgb)(std::int16_t const*, std::size_t, bool, std::uint8_t*) noexcept;
+  void (*transpose)(std::int16_t const*, std::size_t, int, int, bool, std::int16_t*,
+                    std::size_t) noexcept;
+  void (*copy_row)(std::uint8_t const*, int, bool, std::uint8_t*) noexcept;
+  void (*transpose16)(std::int16_t const*, std::size_t, int, int, bool, std::int16_t*,
+                      std::size_t) noexcept;
+  void (*ycc_to_rgb)(std::int16_t const*, std::int16_t const*, std::int16_t const*, std::size_t,
+                     bool, std::uint8_t*) noexcept;
+};
+
+void widen_plain(std::uint8_t const* in, std::size_t count, std::int16_t* out) noexcept {
+  widen_portable(in, 0, count, out);
+}
+void narrow_plain(std::int16_t const* in, std::size_t pixels, bool /*more_follow*/,
+                  std::uint8_t* out) noexcept {
+  narrow_portable(in, 0, pixels, out);
+}
+void copy_row_plain(std::uint8_t const* src, int width, bool mirror, std::uint8_t* dst) noexcept {
+  copy_row_portable(src, 0, width, mirror, dst);
+}
+void transpose16_plain(std::int16_t const* in, std::size_t in_stride, int rows, int cols,
+                       bool mirror, std::int16_t* out, std::size_t out_stride) noexcept {
+  transpose16_portable(in, in_stride, rows, cols, 0, 0, mirror, out, out_stride);
+}
+void ycc_to_rgb_plain(std::int16_t const* y, std::int16_t const* cb, std::int16_t const* cr,
+                      std::size_t count, bool /*more_follow*/, std::uint8_t* out) noexcept {
+  ycc_to_rgb_portable(y, cb, cr, 0, count, out);
+}
+void transpose_plain(std::int16_t const* in, std::size_t in_stride, int rows, int cols, bool mirror,
+                     std::int16_t* out, std::size_t out_stride) noexcept {
+  transpose_portable(in, in_stride, rows, cols, 0, 0, mirror, out, out_stride);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define GPUFEED_RESIZE_AVX2 1
+// The same arithmetic, 16 values at a time, for CPUs with AVX2 (chosen at run time): a whole
+// pass, so that nothing is dispatched per row. With the tap count fixed, the loop over taps
+// unrolls and the weights and row pointers stay in registers; Taps = 0 takes it at run time.
+template <int Taps, std::size_t... K>
+[[gnu::target("avx2")]] void filter_pass_avx2_unrolled(std::int16_t const* in,
+                                                       std::size_t in_stride, std::size_t count,
+                                                       axis_taps const& taps, int out_rows,
+                                                       std::int16_t* out, std::size_t out_stride,
+                                                       std::index_sequence<K...>) noexcept {
+  for (int j = 0; j < out_rows; ++j) {
+    std::int16_t const* const w = taps.weights.data() + static_cast<std::size_t>(j) * Taps;
+    std::int16_t const* const first =
+        in + static_cast<std::size_t>(taps.first[static_cast<std::size_t>(j)]) * in_stride;
+    std::int16_t* const dst = out + static_cast<std::size_t>(j) * out_stride;
+    if (((w[K] == weight_max) || ...)) {  // one tap has all the weight: a copy
+      std::size_t const k = static_cast<std::size_t>(std::find(w, w + Taps, weight_max) - w);
+      std::memcpy(dst, first + k * in_stride, count * sizeof(std::int16_t));
+      continue;
+    }
+    std::int16_t const* const row[] = {(first + K * in_stride)...};
+    __m256i const weight[] = {_mm256_set1_epi16(w[K])...};
+    for (std::size_t i = 0; i < count; i += 16) {
+      __m256i acc = _mm256_setzero_si256();
+      ((acc = _mm256_add_epi16(
+            acc, _mm256_mulhrs_epi16(
+                     _mm256_loadu_si256(reinterpret_cast<__m256i const*>(row[K] + i)), weight[K]))),
+       ...);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), acc);
+    }
+  }
+}
+
+[[gnu::target("avx2")]] void filter_pass_avx2_any(std::int16_t const* in, std::size_t in_stride,
+                                                  std::size_t count, axis_taps const& taps,
+                                                  int out_rows, std::int16_t* out,
+                                                  std::size_t out_stride) noexcept {
+  auto const n = static_cast<std::size_t>(taps.taps);
+  for (int j = 0; j < out_rows; ++j) {
+    std::int16_t const* const w = taps.weights.data() + static_cast<std::size_t>(j) * n;
+    std::int16_t const* const first =
+        in + static_cast<std::size_t>(taps.first[static_cast<std::size_t>(j)]) * in_stride;
+    std::int16_t* const dst = out + static_cast<std::size_t>(j) * out_stride;
+    for (std::size_t i = 0; i < count; i += 16) {
+      __m256i acc = _mm256_setzero_si256();
+      for (std::size_t k = 0; k < n; ++k) {
+        acc = _mm256_add_epi16(
+            acc,
+            _mm256_mulhrs_epi16(
+                _mm256_loadu_si256(reinterpret_cast<__m256i const*>(first + k * in_stride + i)),
+                _mm256_set1_epi16(w[k])));
+      }
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), acc);
+    }
+  }
+}
+
+template <int Taps>
+void filter_pass_avx2_fixed(std::int16_t const* in, std::size_t in_stride, std::size_t count,
+                            axis_taps const& taps, int out_rows, std::int16_t* out,
+                            std::size_t out_stride) noexcept {
+  filter_pass_avx2_unrolled<Taps>(in, in_stride, count, taps, out_rows, out, out_stride,
+                                  std::make_index_sequence<static_cast<std::size_t>(Taps)>{});
+}
+
+// `count` is a multiple of 16 here (filter_rows pads it).
+void filter_pass_avx2(std::int16_t const* in, std::size_t in_stride, std::size_t count,
+                      axis_taps const& taps, int out_rows, std::int16_t* out,
+                      std::size_t out_stride) noexcept {
+  using pass = void (*)(std::int16_t const*, std::size_t, std::size_t, axis_taps const&, int,
+                        std::int16_t*, std::size_t) noexcept;
+  static constexpr std::array<pass, 7> unrolled{
+      filter_pass_avx2_any,      filter_pass_avx2_fixed<1>, filter_pass_avx2_fixed<2>,
+      filter_pass_avx2_fixed<3>, filter_pass_avx2_fixed<4>, filter_pass_avx2_fixed<5>,
+      filter_pass_avx2_fixed<6>};
+  auto const n = static_cast<std::size_t>(taps.taps);
+  (n < unrolled.size() ? unrolled[n] : filter_pass_avx2_any)(in, in_stride, count, taps, out_rows,
+                                                             out, out_stride);
+}
+
+[[gnu::target("avx2")]] void widen_avx2(std::uint8_t const* in, std::size_t count,
+                                        std::int16_t* out) noexcept {
+  std::size_t i = 0;
+  for (; i + 16 <= count; i += 16) {
+    __m256i const wide =
+        _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<__m128i const*>(in + i)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_slli_epi16(wide, q7_bits));
+  }
+  widen_portable(in, i, count, out);
+}
+
+// `more_follow`: the output goes on after these pixels (the next row), so the last stores may
+// reach 4 bytes into it (they are written over later).
+[[gnu::target("avx2")]] void narrow_avx2(std::int16_t const* in, std::size_t pixels,
+                                         bool more_follow, std::uint8_t* out) noexcept {
+  __m256i const half = _mm256_set1_epi16(1 << (q7_bits - 1));
+  // Per 128-bit lane: RGBX RGBX RGBX RGBX bytes -> RGB x 4 in the low 12 bytes.
+  __m128i const pick = _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
+  std::size_t p = 0;
+  // 8 pixels (32 values) per round; each round's 16-byte stores reach 4 bytes past its 24.
+  std::size_t const spare = more_follow ? 0 : 4;
+  for (; p + 8 + spare <= pixels; p += 8) {
+    // Saturating: a colour converted from YCbCr may sit at the top of the int16 range.
+    __m256i const a = _mm256_srai_epi16(
+        _mm256_adds_epi16(_mm256_loadu_si256(reinterpret_cast<__m256i const*>(in + 4 * p)), half),
+        q7_bits);
+    __m256i const b = _mm256_srai_epi16(
+        _mm256_adds_epi16(_mm256_loadu_si256(reinterpret_cast<__m256i const*>(in + 4 * p + 16)),
+                          half),
+        q7_bits);
+    // packus works per lane: [a.lo b.lo a.hi b.hi]; the permute puts the pixels back in order.
+    __m256i const bytes = _mm256_permute4x64_epi64(_mm256_packus_epi16(a, b), 0xD8);
+    __m128i const first = _mm_shuffle_epi8(_mm256_castsi256_si128(bytes), pick);
+    __m128i const second = _mm_shuffle_epi8(_mm256_extracti128_si256(bytes, 1), pick);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 3 * p), first);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 3 * p + 12), second);
+  }
+  narrow_portable(in, p, pixels, out);
+}
+
+// Blocks of 4 x 4 pixels (four int16 each: one 256-bit register holds four).
+[[gnu::target("avx2")]] void transpose_avx2(std::int16_t const* in, std::size_t in_stride, int rows,
+                                            int cols, bool mirror, std::int16_t* out,
+                                            std::size_t out_stride) noexcept {
+  int const full_rows = rows / 4 * 4;
+  int const full_cols = cols / 4 * 4;
+  auto const row_at = [&](int r) {
+    return in + static_cast<std::size_t>(mirror ? rows - 1 - r : r) * in_stride;
+  };
+  for (int r = 0; r < full_rows; r += 4) {
+    std::int16_t const* a = row_at(r);
+    std::int16_t const* b = row_at(r + 1);
+    std::int16_t const* c = row_at(r + 2);
+    std::int16_t const* d = row_at(r + 3);
+    for (int col = 0; col < full_cols; col += 4) {
+      std::size_t const at = 4 * static_cast<std::size_t>(col);
+      __m256i const ra = _mm256_loadu_si256(reinterpret_cast<__m256i const*>(a + at));
+      __m256i const rb = _mm256_loadu_si256(reinterpret_cast<__m256i const*>(b + at));
+      __m256i const rc = _mm256_loadu_si256(reinterpret_cast<__m256i const*>(c + at));
+      __m256i const rd = _mm256_loadu_si256(reinterpret_cast<__m256i const*>(d + at));
+      __m256i const ab_even = _mm256_unpacklo_epi64(ra, rb);  // a0 b0 | a2 b2
+      __m256i const ab_odd = _mm256_unpackhi_epi64(ra, rb);   // a1 b1 | a3 b3
+      __m256i const cd_even = _mm256_unpacklo_epi64(rc, rd);
+      __m256i const cd_odd = _mm256_unpackhi_epi64(rc, rd);
+      std::int16_t* o =
+          out + static_cast<std::size_t>(col) * out_stride + 4 * static_cast<std::size_t>(r);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o),
+                          _mm256_permute2x128_si256(ab_even, cd_even, 0x20));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + out_stride),
+                          _mm256_permute2x128_si256(ab_odd, cd_odd, 0x20));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 2 * out_stride),
+                          _mm256_permute2x128_si256(ab_even, cd_even, 0x31));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 3 * out_stride),
+                          _mm256_permute2x128_si256(ab_odd, cd_odd, 0x31));
+    }
+  }
+  transpose_portable(in, in_stride, rows, cols, full_rows, full_cols, mirror, out, out_stride);
+}
+
+// Four pixels at a time: RGBX x 4 -> RGB x 4 (in reverse order when mirrored).
+[[gnu::target("avx2")]] void copy_row_avx2(std::uint8_t const* src, int width, bool mirror,
+                                           std::uint8_t* dst) noexcept {
+  __m128i const forward = _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
+  __m128i const backward = _mm_setr_epi8(12, 13, 14, 8, 9, 10, 4, 5, 6, 0, 1, 2, -1, -1, -1, -1);
+  int c = 0;
+  // Each 16-byte store reaches 4 bytes past its 12: the last 4 pixels or fewer go to the
+  // plain loop.
+  for (; c + 5 <= width; c += 4) {
+    int const at = mirror ? width - 4 - c : c;
+    __m128i const pixels =
+        _mm_loadu_si128(reinterpret_cast<__m128i const*>(src + 4 * static_cast<std::size_t>(at)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 3 * static_cast<std::size_t>(c)),
+                     _mm_shuffle_epi8(pixels, mirror ? backward : forward));
+  }
+  copy_row_portable(src, c, width, mirror, dst);
+}
+
+// Blocks of 8 x 8 values: three rounds of unpacks (16, 32, 64 bits).
+[[gnu::target("avx2")]] void transpose16_avx2(std::int16_t const* in, std::size_t in_stride,
+                                              int rows, int cols, bool mirror, std::int16_t* out,
+                                              std::size_t out_stride) noexcept {
+  int const full_rows = rows / 8 * 8;
+  int const full_cols = cols / 8 * 8;
+  for (int r = 0; r < full_rows; r += 8) {
+    for (int c = 0; c < full_cols; c += 8) {
+      auto const row = [&](int k) {
+        int const at = mirror ? rows - 1 - (r + k) : r + k;
+        return _mm_loadu_si128(reinterpret_cast<__m128i const*>(
+            in + static_cast<std::size_t>(at) * in_stride + static_cast<std::size_t>(c)));
+      };
+      __m128i const a0 = row(0);
+      __m128i const a1 = row(1);
+      __m128i const a2 = row(2);
+      __m128i const a3 = row(3);
+      __m128i const a4 = row(4);
+      __m128i const a5 = row(5);
+      __m128i const a6 = row(6);
+      __m128i const a7 = row(7);
+      __m128i const t0 = _mm_unpacklo_epi16(a0, a1);
+      __m128i const t1 = _mm_unpackhi_epi16(a0, a1);
+      __m128i const t2 = _mm_unpacklo_epi16(a2, a3);
+      __m128i const t3 = _mm_unpackhi_epi16(a2, a3);
+      __m128i const t4 = _mm_unpacklo_epi16(a4, a5);
+      __m128i const t5 = _mm_unpackhi_epi16(a4, a5);
+      __m128i const t6 = _mm_unpacklo_epi16(a6, a7);
+      __m128i const t7 = _mm_unpackhi_epi16(a6, a7);
+      __m128i const u0 = _mm_unpacklo_epi32(t0, t2);
+      __m128i const u1 = _mm_unpackhi_epi32(t0, t2);
+      __m128i const u2 = _mm_unpacklo_epi32(t1, t3);
+      __m128i const u3 = _mm_unpackhi_epi32(t1, t3);
+      __m128i const u4 = _mm_unpacklo_epi32(t4, t6);
+      __m128i const u5 = _mm_unpackhi_epi32(t4, t6);
+      __m128i const u6 = _mm_unpacklo_epi32(t5, t7);
+      __m128i const u7 = _mm_unpackhi_epi32(t5, t7);
+      std::int16_t* dst =
+          out + static_cast<std::size_t>(c) * out_stride + static_cast<std::size_t>(r);
+      auto const column = [&](std::size_t k, __m128i v) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + k * out_stride), v);
+      };
+      column(0, _mm_unpacklo_epi64(u0, u4));
+      column(1, _mm_unpackhi_epi64(u0, u4));
+      column(2, _mm_unpacklo_epi64(u1, u5));
+      column(3, _mm_unpackhi_epi64(u1, u5));
+      column(4, _mm_unpacklo_epi64(u2, u6));
+      column(5, _mm_unpackhi_epi64(u2, u6));
+      column(6, _mm_unpacklo_epi64(u3, u7));
+      column(7, _mm_unpackhi_epi64(u3, u7));
+    }
+  }
+  transpose16_portable(in, in_stride, rows, cols, full_rows, full_cols, mirror, out, out_stride);
+}
+
+// Q7 -> the byte scale, rounded and saturated (packus then clamps to 0..255).
+[[gnu::target("avx2"), gnu::always_inline]] inline __m256i q7_to_bytes_scale(__m256i v) noexcept {
+  return _mm256_srai_epi16(_mm256_adds_epi16(v, _mm256_set1_epi16(1 << (q7_bits - 1))), q7_bits);
+}
+
+// rg = R0..R7 G0..G7 and bz = B0..B7 (then zeros) -> 24 bytes of RGB at `dst` (the second
+// 16-byte store writes 8 bytes more, written over later).
+[[gnu::target("avx2"), gnu::always_inline]] inline void store_rgb_lane(__m128i rg, __m128i bz,
+                                                                       std::uint8_t* dst) noexcept {
+  __m128i const rg_first = _mm_setr_epi8(0, 8, -1, 1, 9, -1, 2, 10, -1, 3, 11, -1, 4, 12, -1, 5);
+  __m128i const b_first = _mm_setr_epi8(-1, -1, 0, -1, -1, 1, -1, -1, 2, -1, -1, 3, -1, -1, 4, -1);
+  __m128i const rg_last =
+      _mm_setr_epi8(13, -1, 6, 14, -1, 7, 15, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+  __m128i const b_last = _mm_setr_epi8(-1, 5, -1, -1, 6, -1, -1, 7, -1, -1, -1, -1, -1, -1, -1, -1);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst),
+                   _mm_or_si128(_mm_shuffle_epi8(rg, rg_first), _mm_shuffle_epi8(bz, b_first)));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16),
+                   _mm_or_si128(_mm_shuffle_epi8(rg, rg_last), _mm_shuffle_epi8(bz, b_last)));
+}
+
+// 16 pixels a round: colour in Q7, down to bytes, interleaved R G B with byte shuffles.
+// `more_follow`: the output goes on after these pixels (the next row), so the last stores may
+// reach 8 bytes into it (they are written over later).
+[[gnu::target("avx2")]] void ycc_to_rgb_avx2(std::int16_t const* y, std::int16_t const* cb,
+                                             std::int16_t const* cr, std::size_t count,
+                                             bool more_follow, std::uint8_t* out) noexcept {
+  __m256i const zero_chroma = _mm256_set1_epi16(chroma_zero);
+  __m256i const kr = _mm256_set1_epi16(k_r);
+  __m256i const kgb = _mm256_set1_epi16(k_gb);
+  __m256i const kgr = _mm256_set1_epi16(k_gr);
+  __m256i const kb = _mm256_set1_epi16(k_b);
+  std::size_t const spare = more_follow ? 0 : 3;  // the last store writes 8 bytes too many
+  std::size_t i = 0;
+  for (; i + 16 + spare <= count; i += 16) {
+    __m256i const luma = _mm256_loadu_si256(reinterpret_cast<__m256i const*>(y + i));
+    __m256i const b_ =
+        _mm256_sub_epi16(_mm256_loadu_si256(reinterpret_cast<__m256i const*>(cb + i)), zero_chroma);
+    __m256i const r_ =
+        _mm256_sub_epi16(_mm256_loadu_si256(reinterpret_cast<__m256i const*>(cr + i)), zero_chroma);
+    __m256i const red = q7_to_bytes_scale(
+        _mm256_adds_epi16(luma, _mm256_add_epi16(r_, _mm256_mulhrs_epi16(r_, kr))));
+    __m256i const green = q7_to_bytes_scale(_mm256_subs_epi16(
+        luma, _mm256_add_epi16(_mm256_mulhrs_epi16(b_, kgb), _mm256_mulhrs_epi16(r_, kgr))));
+    __m256i const blue = q7_to_bytes_scale(
+        _mm256_adds_epi16(luma, _mm256_add_epi16(b_, _mm256_mulhrs_epi16(b_, kb))));
+    __m256i const rg = _mm256_packus_epi16(red, green);  // per lane: R x 8, G x 8
+    __m256i const bz = _mm256_packus_epi16(blue, _mm256_setzero_si256());
+    store_rgb_lane(_mm256_castsi256_si128(rg), _mm256_castsi256_si128(bz), out + 3 * i);
+    store_rgb_lane(_mm256_extracti128_si256(rg, 1), _mm256_extracti128_si256(bz, 1),
+                   out + 3 * i + 24);
+  }
+  ycc_to_rgb_portable(y, cb, cr, i, count, out);
+}
+#endif
+
+kernels const plain_kernels{filter_pass_plain, widen_plain,       narrow_plain,    transpose_plain,
+                            copy_row_plain,    transpose16_plain, ycc_to_rgb_plain};
+
+kernels pick_kernels() noexcept {
+#if defined(GPUFEED_RESIZE_AVX2)
+  __builtin_cpu_init();  // this runs during static initialization
+  if (__builtin_cpu_supports("avx2")) {
+    return {filter_pass_avx2, widen_avx2,       narrow_avx2,    transpose_avx2,
+            copy_row_avx2,    transpose16_avx2, ycc_to_rgb_avx2};
+  }
+#endif
+  return plain_kernels;
+}
+
+kernels const best_kernels = pick_kernels();
+std::atomic<kernels const*> chosen_kernels{&best_kernels};
+
+kernels const& active() noexcept {
+  return *chosen_kernels.load(std::memory_order_relaxed);
+}
+
+// Filters `in` (rows of `count` int16 values) down its rows: output row j is the weighted sum
+// of input rows taps.first[j] .. + taps.taps - 1.
+void filter_rows(std::int16_t const* in, std::size_t in_stride, std::size_t count,
+                 axis_taps const& taps, int out_rows, std::int16_t* out, std::size_t out_stride) {
+  // Whole blocks of 16: the rows (q7_rows) are padded for it.
+  active().filter_pass(in, in_stride, round_up<std::size_t>(count, 16), taps, out_rows, out,
+                       out_stride);
+}
+
+// Per-thread int16 rows for the passes, grown as needed and reused.
+// Rows and values are padded (rows to a multiple of 8, values to a multiple of 16, and more),
+// so that the kernels can work in whole blocks: what they compute in the padding is never read
+// as a result.
+class q7_rows {
+ public:
+  std::int16_t* reset(std::size_t count_per_row, int rows) {
+    stride_ = round_up<std::size_t>(count_per_row, 16) + 16;
+    std::size_t const need =
+        stride_ * (round_up<std::size_t>(static_cast<std::size_t>(rows), 8) + 8);
+    if (values_.size() < need) values_.resize(need);  // zeroed once; reused as is after
+    return values_.data();
+  }
+  [[nodiscard]] std::size_t stride() const noexcept { return stride_; }
+
+ private:
+  std::vector<std::int16_t> values_;
+  std::size_t stride_ = 0;
+};
+
+}  // namespace
+
+std::uint8_t* rgbx_buffer::reset(int width, int height) {
+  GPUFEED_EXPECTS(width > 0 && height > 0, "rgbx_buffer: empty image");
+  stride_ = 4 * static_cast<std::size_t>(width) + row_padding;
+  std::size_t const bytes = stride_ * static_cast<std::size_t>(height);
+  if (bytes_.size() < bytes) bytes_.resize(bytes);  // zeroed once; reused as is after
+  return bytes_.data();
+}
+
+void resize_rgbx_to_rgb(rgbx_view const& source, crop_area const& area, std::span<std::uint8_t> out,
+                        int out_width, int out_height, bool mirror) {
+  GPUFEED_EXPECTS(out_width > 0 && out_height > 0 &&
+                      out.size() == 3 * static_cast<std::size_t>(out_width) *
+                                        static_cast<std::size_t>(out_height),
+                  "resize_rgbx_to_rgb: the output has the wrong size");
+  GPUFEED_EXPECTS(area.width > 0 && area.height > 0 && area.x >= 0 && area.y >= 0 &&
+                      area.x + area.width <= source.width + 1e-6 &&
+                      area.y + area.height <= source.height + 1e-6,
+                  "resize_rgbx_to_rgb: the crop is not inside the image");
+  // The whole pixels the area touches: the window the filters read from.
+  int const x0 = std::min(static_cast<int>(std::floor(area.x)), source.width - 1);
+  int const y0 = std::min(static_cast<int>(std::floor(area.y)), source.height - 1);
+  int const x1 =
+      std::clamp(static_cast<int>(std::ceil(area.x + area.width - 1e-9)), x0 + 1, source.width);
+  int const y1 =
+      std::clamp(static_cast<int>(std::ceil(area.y + area.height - 1e-9)), y0 + 1, source.height);
+  int const cols = x1 - x0;
+  int const rows = y1 - y0;
+  if (cols == out_width && rows == out_height && is_copy(area, out_width, out_height)) {
+    for (int r = 0; r < out_height; ++r) {  // nothing to filter: a copy
+      active().copy_row(
+          source.data + static_cast<std::size_t>(y0 + r) * source.stride +
+              4 * static_cast<std::size_t>(x0),
+          out_width, mirror,
+          out.data() + 3 * static_cast<std::size_t>(out_width) * static_cast<std::size_t>(r));
+    }
+    return;
+  }
+
+  thread_local axis_taps vertical;
+  thread_local axis_taps horizontal;
+  thread_local q7_rows widened;
+  thread_local q7_rows down;
+  thread_local q7_rows across;
+  thread_local q7_rows filtered;
+  make_taps(vertical, area.y - y0, area.height, rows, out_height);
+  make_taps(horizontal, area.x - x0, area.width, cols, out_width);
+  auto const& k = active();
+
+  // The window's rows in Q7, only those the vertical filter reads.
+  int const first_row = vertical.first.front();
+  int const end_row = vertical.first.back() + vertical.taps;
+  std::size_t const row_values = 4 * static_cast<std::size_t>(cols);
+  std::int16_t* const wide = widened.reset(row_values, end_row - first_row);
+  for (int r = first_row; r < end_row; ++r) {
+    // Whole blocks of 16 bytes: the rows are padded (rgbx_buffer).
+    k.widen(source.data + static_cast<std::size_t>(y0 + r) * source.stride +
+                4 * static_cast<std::size_t>(x0),
+            round_up<std::size_t>(row_values, 16),
+            wide + static_cast<std::size_t>(r - first_row) * widened.stride());
+  }
+  // Both passes filter down the rows, where SIMD takes whole rows at once: the rows first, then
+  // the columns, turned into rows by a transpose, and back (mirrored when asked) at the end.
+  std::int16_t* const d = down.reset(row_values, out_height);  // out_height x cols
+  filter_rows(
+      wide - static_cast<std::ptrdiff_t>(first_row) * static_cast<std::ptrdiff_t>(widened.stride()),
+      widened.stride(), row_values, vertical, out_height, d, down.stride());
+  std::size_t const column_values = 4 * static_cast<std::size_t>(out_height);
+  std::int16_t* const a = across.reset(column_values, cols);  // cols x out_height
+  k.transpose(d, down.stride(), out_height, round_up(cols, 4), false, a, across.stride());
+  std::int16_t* const f = filtered.reset(column_values, out_width);  // out_width x out_height
+  filter_rows(a, across.stride(), column_values, horizontal, out_width, f, filtered.stride());
+  std::size_t const out_values = 4 * static_cast<std::size_t>(out_width);
+  std::int16_t* const upright = down.reset(out_values, out_height);  // out_height x out_width
+  k.transpose(f, filtered.stride(), out_width, round_up(out_height, 4), mirror, upright,
+              down.stride());
+  for (int r = 0; r < out_height; ++r) {
+    k.narrow_rgb(
+        upright + static_cast<std::size_t>(r) * down.stride(), static_cast<std::size_t>(out_width),
+        r + 1 < out_height,
+        out.data() + 3 * static_cast<std::size_t>(out_width) * static_cast<std::size_t>(r));
+  }
+}
+
+bool use_portable_resize(bool portable) noexcept {
+  return chosen_kernels.exchange(portable ? &plain_kernels : &best_kernels) != &plain_kernels;
+}
+
+bool is_copy(crop_area const& area, int out_width, int out_height) noexcept {
+  return area.x == std::floor(area.x) && area.y == std::floor(area.y) && area.width == out_width &&
+         area.height == out_height;
+}
+
+namespace {
+
+// One plane through both passes: `area` (image pixels) of `plane`, resampled to `out_width` x
+// `out_height` values, left transposed: out_width rows of out_height int16 (Q7) in `across`.
+std::int16_t const* plane_passes(plane_view const& plane, crop_area const& area, int out_width,
+                                 int out_height, axis_taps& vertical, axis_taps& horizontal,
+                                 q7_rows& widened, q7_rows& down, q7_rows& turned,
+                                 q7_rows& across) {
+  auto const& k = active();
+  // The area in the plane's samples: a subsampled plane's sample covers x_step x y_step pixels.
+  double const ax = area.x / plane.x_step;
+  double const ay = area.y / plane.y_step;
+  double const aw = area.width / plane.x_step;
+  double const ah = area.height / plane.y_step;
+  int const x0 = std::clamp(static_cast<int>(std::floor(ax)), 0, plane.width - 1);
+  int const y0 = std::clamp(static_cast<int>(std::floor(ay)), 0, plane.height - 1);
+  int const x1 = std::clamp(static_cast<int>(std::ceil(ax + aw - 1e-9)), x0 + 1, plane.width);
+  int const y1 = std::clamp(static_cast<int>(std::ceil(ay + ah - 1e-9)), y0 + 1, plane.height);
+  int const cols = x1 - x0;
+  int const rows = y1 - y0;
+  // Within the plane's samples (its last one may cover the image's edge only in part).
+  make_taps(vertical, ay - y0, std::min(ah, rows - (ay - y0)), rows, out_height);
+  make_taps(horizontal, ax - x0, std::min(aw, cols - (ax - x0)), cols, out_width);
+
+  int const first_row = vertical.first.front();
+  int const end_row = vertical.first.back() + vertical.taps;
+  auto const values = static_cast<std::size_t>(cols);
+  std::int16_t* const wide = widened.reset(values, end_row - first_row);
+  for (int r = first_row; r < end_row; ++r) {
+    // Whole blocks of 16 bytes: the planes' rows are padded (decode_planes).
+    k.widen(
+        plane.data + static_cast<std::size_t>(y0 + r) * plane.stride + static_cast<std::size_t>(x0),
+        round_up<std::size_t>(values, 16),
+        wide + static_cast<std::size_t>(r - first_row) * widened.stride());
+  }
+  std::int16_t* const d = down.reset(values, out_height);  // out_height x cols
+  filter_rows(
+      wide - static_cast<std::ptrdiff_t>(first_row) * static_cast<std::ptrdiff_t>(widened.stride()),
+      widened.stride(), values, vertical, out_height, d, down.stride());
+  std::int16_t* const t = turned.reset(static_cast<std::size_t>(out_height), cols);
+  k.transpose16(d, down.stride(), round_up(out_height, 8), round_up(cols, 8), false, t,
+                turned.stride());
+  std::int16_t* const a = across.reset(static_cast<std::size_t>(out_height), out_width);
+  filter_rows(t, turned.stride(), static_cast<std::size_t>(out_height), horizontal, out_width, a,
+              across.stride());
+  return a;
+}
+
+}  // namespace
+
+void resize_ycc_to_rgb(ycc_view const& source, crop_area const& area, std::span<std::uint8_t> out,
+                       int out_width, int out_height, bool mirror) {
+  GPUFEED_EXPECTS(out_width > 0 && out_height > 0 &&
+                      out.size() == 3 * static_cast<std::size_t>(out_width) *
+                                        static_cast<std::size_t>(out_height),
+                  "resize_ycc_to_rgb: the output has the wrong size");
+  GPUFEED_EXPECTS(area.width > 0 && area.height > 0 && area.x >= 0 && area.y >= 0 &&
+                      area.x + area.width <= source.width + 1e-6 &&
+                      area.y + area.height <= source.height + 1e-6,
+                  "resize_ycc_to_rgb: the crop is not inside the image");
+  // Per thread and reused; the chroma planes share their taps (the same geometry).
+  thread_local axis_taps luma_v, luma_h, chroma_v, chroma_h;
+  thread_local q7_rows widened, down, turned, luma, blue, red;
+  std::int16_t const* const y = plane_passes(source.y, area, out_width, out_height, luma_v, luma_h,
+                                             widened, down, turned, luma);
+  std::int16_t const* const cb = plane_passes(source.cb, area, out_width, out_height, chroma_v,
+                                              chroma_h, widened, down, turned, blue);
+  std::int16_t const* const cr = plane_passes(source.cr, area, out_width, out_height, chroma_v,
+                                              chroma_h, widened, down, turned, red);
+  auto const& k = active();
+  // Each plane upright again (mirrored when asked), then colour, bytes and RGB order in one pass
+  // per row. The first passes' buffers are free by now.
+  std::size_t const row_values = static_cast<std::size_t>(out_width);
+  int const columns = round_up(out_height, 8);
+  std::int16_t* const y_up = widened.reset(row_values, out_height);
+  std::int16_t* const cb_up = down.reset(row_values, out_height);
+  std::int16_t* const cr_up = turned.reset(row_values, out_height);
+  k.transpose16(y, luma.stride(), out_width, columns, mirror, y_up, widened.stride());
+  k.transpose16(cb, blue.stride(), out_width, columns, mirror, cb_up, down.stride());
+  k.transpose16(cr, red.stride(), out_width, columns, mirror, cr_up, turned.stride());
+  for (int r = 0; r < out_height; ++r) {
+    auto const at = static_cast<std::size_t>(r);
+    k.ycc_to_rgb(y_up + at * widened.stride(), cb_up + at * down.stride(),
+                 cr_up + at * turned.stride(), row_values, r + 1 < out_height,
+                 out.data() + 3 * row_values * at);
+  }
+}
+
+}  // namespace gpufeed::detail

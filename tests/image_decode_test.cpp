@@ -1,0 +1,420 @@
+// The image datasets' decode shortcuts and resize: a JPEG decoded only where the crop needs it
+// gives the pixels of a whole decode; damage outside the crop is still an error; the resize is
+// the reference resize (tests/support/reference_resize.hpp); the stage times count each image.
+
+#include <gtest/gtest.h>
+#include <jpeglib.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpufeed/datasets/file_list.hpp"
+#include "gpufeed/datasets/image_folder.hpp"
+#include "gpufeed/detail/image_resize.hpp"
+#include "gpufeed/detail/jpeg_decode.hpp"
+#include "gpufeed/detail/slot_layout.hpp"
+#include "gpufeed/error.hpp"
+#include "support/gdal_tsan_suppression.hpp"
+#include "support/image_fixtures.hpp"
+#include "support/reference_resize.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using gpufeed::image_options;
+using gpufeed::resize_mode;
+using gpufeed::test::temp_dir;
+using gpufeed::test::write_bytes;
+using pixels = std::vector<std::uint8_t>;
+
+// A photograph-like RGB picture: smooth shapes at several scales plus grain, so that JPEG
+// keeps detail everywhere (and every block boundary shows up in a comparison).
+cv::Mat make_photo(int width, int height, unsigned seed) {
+  cv::theRNG() = cv::RNG{seed};  // OpenCV's generator for this thread
+  cv::Mat sum(height, width, CV_32FC3, cv::Scalar::all(0));
+  float amplitude = 60;
+  for (int cells = 2; cells < std::max(width, height); cells *= 2, amplitude *= 0.6F) {
+    cv::Mat coarse(cells, cells, CV_32FC3);
+    cv::randn(coarse, 0, amplitude);
+    cv::Mat fine;
+    cv::resize(coarse, fine, cv::Size{width, height}, 0, 0, cv::INTER_CUBIC);
+    sum += fine;
+  }
+  cv::Mat grain(height, width, CV_32FC3);
+  cv::randn(grain, 0, 8);
+  sum += grain;
+  cv::Mat out;
+  sum.convertTo(out, CV_8UC3, 1, 128);
+  return out;
+}
+
+struct jpeg_layout {
+  int h_luma = 2;  // luma sampling factors: 2, 2 is 4:2:0, 2, 1 is 4:2:2, 1, 2 is 4:4:0
+  int v_luma = 2;
+  bool grey = false;
+  bool progressive = false;
+  int restart_rows = 0;  // a restart marker every so many MCU rows (0: none)
+};
+
+// `rgb` encoded by libjpeg with the sampling and options of `layout` (OpenCV offers only 4:2:0).
+std::vector<unsigned char> encode_jpeg(cv::Mat const& rgb, jpeg_layout const& layout) {
+  jpeg_compress_struct info{};
+  jpeg_error_mgr err{};
+  info.err = jpeg_std_error(&err);
+  jpeg_create_compress(&info);
+  unsigned char* data = nullptr;
+  unsigned long size = 0;
+  jpeg_mem_dest(&info, &data, &size);
+  cv::Mat source = rgb;
+  if (layout.grey) cv::cvtColor(rgb, source, cv::COLOR_RGB2GRAY);
+  info.image_width = static_cast<JDIMENSION>(source.cols);
+  info.image_height = static_cast<JDIMENSION>(source.rows);
+  info.input_components = layout.grey ? 1 : 3;
+  info.in_color_space = layout.grey ? JCS_GRAYSCALE : JCS_RGB;
+  jpeg_set_defaults(&info);
+  jpeg_set_quality(&info, 90, TRUE);
+  if (!layout.grey) {
+    info.comp_info[0].h_samp_factor = layout.h_luma;
+    info.comp_info[0].v_samp_factor = layout.v_luma;
+  }
+  info.restart_in_rows = layout.restart_rows;
+  if (layout.progressive) jpeg_simple_progression(&info);
+  jpeg_start_compress(&info, TRUE);
+  while (info.next_scanline < info.image_height) {
+    JSAMPROW row = source.ptr<unsigned char>(static_cast<int>(info.next_scanline));
+    jpeg_write_scanlines(&info, &row, 1);
+  }
+  jpeg_finish_compress(&info);
+  jpeg_destroy_compress(&info);
+  std::vector<unsigned char> bytes(data, data + size);
+  std::free(data);  // NOLINT(cppcoreguidelines-no-malloc): jpeg_mem_dest's buffer
+  return bytes;
+}
+
+pixels read_one(gpufeed::dataset const& d, std::size_t index, std::uint64_t seed) {
+  gpufeed::detail::slot_layout layout{d.spec(), 1};
+  std::vector<std::byte> slot(layout.slot_bytes());
+  gpufeed::read_context ctx;
+  ctx.index = index;
+  ctx.seed = seed;
+  gpufeed::sample_view view{layout, slot.data(), 0};
+  d.read(index, view, ctx);
+  auto image = view.as<std::uint8_t>(0);
+  return {image.begin(), image.end()};
+}
+
+// The RGB pixels of `view` (RGBX) inside `rect`, given in decoded-image coordinates.
+cv::Mat rgb_of(gpufeed::detail::rgbx_view const& view, gpufeed::detail::pixel_rect rect) {
+  cv::Mat out(rect.height, rect.width, CV_8UC3);
+  for (int y = 0; y < rect.height; ++y) {
+    for (int x = 0; x < rect.width; ++x) {
+      std::uint8_t const* p = view.data +
+                              static_cast<std::size_t>(rect.y - view.y + y) * view.stride +
+                              4 * static_cast<std::size_t>(rect.x - view.x + x);
+      out.at<cv::Vec3b>(y, x) = {p[0], p[1], p[2]};
+    }
+  }
+  return out;
+}
+
+std::size_t differing_bytes(cv::Mat const& a, cv::Mat const& b) {
+  cv::Mat diff;
+  cv::absdiff(a, b, diff);
+  return static_cast<std::size_t>(cv::countNonZero(diff.reshape(1)));
+}
+
+}  // namespace
+
+// jpeg_reader::decode of a rectangle gives exactly the pixels of a whole decode there, for
+// every chroma sampling, grey, progressive and restart-marker files, at full and reduced size,
+// with rectangles on and off block boundaries and touching every edge.
+TEST(image_decode_test, CroppedDecodeEqualsWholeDecode) {
+  cv::Mat const picture = make_photo(333, 250, 7);
+  std::vector<std::pair<std::string, jpeg_layout>> const layouts{
+      {"4:2:0", {}},
+      {"4:2:2", {.h_luma = 2, .v_luma = 1}},
+      {"4:4:0", {.h_luma = 1, .v_luma = 2}},
+      {"4:4:4", {.h_luma = 1, .v_luma = 1}},
+      {"grey", {.grey = true}},
+      {"progressive", {.progressive = true}},
+      {"restarts", {.restart_rows = 1}}};
+  std::vector<gpufeed::detail::pixel_rect> const rects{
+      {0, 0, 333, 250}, {16, 16, 32, 32}, {17, 15, 100, 61}, {100, 200, 233, 50},
+      {1, 1, 331, 248}, {47, 90, 1, 1},   {320, 0, 13, 250}};
+  for (auto const& [name, layout] : layouts) {
+    auto const jpeg = encode_jpeg(picture, layout);
+    for (int reduction : {1, 2, 4}) {
+      gpufeed::detail::rgbx_buffer whole_pixels;
+      gpufeed::detail::jpeg_reader whole{jpeg, "whole.jpg"};
+      whole.set_reduction(reduction);
+      int const w = whole.decoded_width();
+      int const h = whole.decoded_height();
+      auto const all = whole.decode({0, 0, w, h}, whole_pixels);
+      ASSERT_EQ(all.width, w);
+      for (auto rect : rects) {
+        rect = {rect.x / reduction, rect.y / reduction, std::max(1, rect.width / reduction),
+                std::max(1, rect.height / reduction)};
+        gpufeed::detail::rgbx_buffer part_pixels;
+        gpufeed::detail::jpeg_reader part{jpeg, "part.jpg"};
+        part.set_reduction(reduction);
+        auto const got = part.decode(rect, part_pixels);
+        ASSERT_LE(got.x, rect.x);
+        ASSERT_GE(got.x + got.width, rect.x + rect.width);
+        EXPECT_EQ(got.y, rect.y);
+        EXPECT_EQ(differing_bytes(rgb_of(got, rect), rgb_of(all, rect)), 0U)
+            << name << " at 1/" << reduction << ", rect " << rect.x << "," << rect.y << " "
+            << rect.width << "x" << rect.height;
+      }
+    }
+  }
+}
+
+// Through the dataset: cropped_decoding changes no pixel of random-resized crops.
+TEST(image_decode_test, CroppedDecodingKeepsTheDatasetsPixels) {
+  temp_dir dir;
+  auto const root = dir.path() / "folder";
+  for (unsigned i = 0; i < 3; ++i) {
+    write_bytes(root / "c" / ("p" + std::to_string(i) + ".jpg"),
+                encode_jpeg(make_photo(320 + 37 * static_cast<int>(i), 256, i), {}));
+  }
+  for (int size : {224, 64}) {  // 64: also DCT scaling for the larger crops
+    image_options o{.height = size,
+                    .width = size,
+                    .resize = resize_mode::random_resized_crop,
+                    .horizontal_flip = true,
+                    .planar_decoding = false};  // RGB decodes only: the planar path decodes all
+    gpufeed::image_folder cropped{root, o};
+    o.cropped_decoding = false;
+    gpufeed::image_folder whole{root, o};
+    for (std::uint64_t seed = 0; seed < 20; ++seed) {
+      for (std::size_t i = 0; i < cropped.size(); ++i) {
+        ASSERT_EQ(read_one(cropped, i, seed), read_one(whole, i, seed))
+            << "image " << i << ", seed " << seed << ", output " << size;
+      }
+    }
+    // The crops decoded less than the whole images.
+    auto const fewer = cropped.stage_times();
+    auto const all = whole.stage_times();
+    EXPECT_EQ(fewer.images, 20U * cropped.size());
+    EXPECT_EQ(all.images, fewer.images);
+    EXPECT_EQ(all.source_pixels, fewer.source_pixels);
+    EXPECT_LT(fewer.decoded_pixels, all.decoded_pixels * 3 / 4) << "output " << size;
+  }
+}
+
+// Damage in the rows under the crop, which are skipped and never reach the output, is still an
+// error: the entropy-coded data is read to its end.
+TEST(image_decode_test, DamageOutsideTheCropIsAnError) {
+  temp_dir dir;
+  auto const good = encode_jpeg(make_photo(256, 512, 3), {});
+  std::size_t scan = 0;
+  for (std::size_t i = 2; i + 3 < good.size(); ++i) {
+    if (good[i] == 0xFF && good[i + 1] == 0xDA) {
+      scan = i + 2 + ((std::size_t{good[i + 2]} << 8U) | good[i + 3]);
+      break;
+    }
+  }
+  ASSERT_GT(scan, 0U);
+  // Restart markers where none belongs, at 95 % of the scan (near the bottom rows): libjpeg
+  // reports "premature end of data segment" when it reaches them.
+  auto damaged = good;
+  std::size_t const at = scan + (good.size() - 2 - scan) * 95 / 100;
+  for (std::size_t i = 0; i < 16; i += 2) {
+    damaged[at + i] = 0xFF;
+    damaged[at + i + 1] = 0xD3;
+  }
+  write_bytes(dir.path() / "good.jpg", good);
+  write_bytes(dir.path() / "damaged.jpg", damaged);
+  auto const csv = dir.path() / "list.csv";
+  {
+    std::FILE* f = std::fopen(csv.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("good.jpg,0\ndamaged.jpg,1\n", f);
+    std::fclose(f);
+  }
+  // The centre 224 x 224 of a 256 x 512 image scaled by 7/8: source rows 128 .. 384 of 512.
+  for (bool cropped : {true, false}) {
+    gpufeed::file_list d{csv, image_options{.resize_to = 224, .cropped_decoding = cropped}};
+    EXPECT_NO_THROW((void)read_one(d, 0, 0));
+    try {
+      (void)read_one(d, 1, 0);
+      ADD_FAILURE() << "damage under the crop was not reported (cropped: " << cropped << ")";
+    } catch (gpufeed::file_error const& e) {
+      EXPECT_NE(std::string{e.what()}.find("corrupt JPEG"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// The resize against the reference model, on random crops up and down, mirrored or not.
+TEST(image_decode_test, ResizeMatchesTheReference) {
+  cv::Mat const picture = make_photo(150, 110, 11);
+  gpufeed::detail::rgbx_buffer source;
+  std::uint8_t* rows = source.reset(picture.cols, picture.rows);
+  cv::Mat rgbx(picture.rows, picture.cols, CV_8UC4, rows, source.stride());
+  cv::cvtColor(picture, rgbx, cv::COLOR_RGB2RGBA);
+  std::mt19937 rng{5};
+  for (int trial = 0; trial < 60; ++trial) {
+    int const w = std::uniform_int_distribution<int>{1, picture.cols}(rng);
+    int const h = std::uniform_int_distribution<int>{1, picture.rows}(rng);
+    int const x = std::uniform_int_distribution<int>{0, picture.cols - w}(rng);
+    int const y = std::uniform_int_distribution<int>{0, picture.rows - h}(rng);
+    int const ow = std::uniform_int_distribution<int>{1, 200}(rng);
+    int const oh = std::uniform_int_distribution<int>{1, 200}(rng);
+    bool const mirror = trial % 2 == 1;
+    cv::Mat got(oh, ow, CV_8UC3);
+    gpufeed::detail::resize_rgbx_to_rgb(source.view(picture.cols, picture.rows),
+                                        {static_cast<double>(x), static_cast<double>(y),
+                                         static_cast<double>(w), static_cast<double>(h)},
+                                        {got.data, got.total() * 3}, ow, oh, mirror);
+    cv::Mat want = gpufeed::test::reference_resize(picture, {x, y, w, h}, ow, oh);
+    if (mirror) cv::flip(want, want, 1);
+    cv::Mat diff;
+    cv::absdiff(got, want, diff);
+    double most = 0;
+    cv::minMaxLoc(diff.reshape(1), nullptr, &most);
+    EXPECT_LE(most, 1) << "crop " << x << "," << y << " " << w << "x" << h << " -> " << ow << "x"
+                       << oh << (mirror ? " mirrored" : "");
+  }
+}
+
+// Every image read is counted once, with its read, decode and resize time.
+TEST(image_decode_test, StageTimesCountEachImage) {
+  temp_dir dir;
+  for (int i = 0; i < 4; ++i) {
+    write_bytes(dir.path() / "c" / ("p" + std::to_string(i) + ".jpg"),
+                encode_jpeg(make_photo(96, 64, static_cast<unsigned>(i)), {}));
+  }
+  gpufeed::image_folder d{dir.path(), image_options{.height = 32, .width = 32}};
+  EXPECT_EQ(d.stage_times().images, 0U);
+  for (std::size_t i = 0; i < d.size(); ++i) (void)read_one(d, i, i);
+  auto const t = d.stage_times();
+  EXPECT_EQ(t.images, 4U);
+  EXPECT_EQ(t.source_pixels, 4U * 96U * 64U);
+  EXPECT_GT(t.decoded_pixels, 0U);
+  EXPECT_GT(t.read_s, 0.0);
+  EXPECT_GT(t.decode_s, 0.0);
+  EXPECT_GT(t.resize_s, 0.0);
+  EXPECT_EQ(t.jitter_s >= 0.0, true);
+}
+
+namespace {
+
+struct difference {
+  double mean = 0;               // mean absolute difference, grey levels
+  std::array<double, 3> bias{};  // mean signed difference per channel
+  int most = 0;                  // largest absolute difference
+};
+
+difference compare(pixels const& a, pixels const& b) {
+  difference d;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    int const delta = int{a[i]} - int{b[i]};
+    d.mean += std::abs(delta);
+    d.bias[i % 3] += delta;
+    d.most = std::max(d.most, std::abs(delta));
+  }
+  d.mean /= static_cast<double>(a.size());
+  for (double& b_ : d.bias) b_ /= static_cast<double>(a.size() / 3);
+  return d;
+}
+
+}  // namespace
+
+// The planar path (planes resampled, colour converted at the output size) against RGB decodes
+// resampled the same way: close on average, unbiased, bounded at sharp colour edges; for every
+// chroma sampling, at full and reduced size. And it is taken: it decodes whole images.
+TEST(image_decode_test, PlanarDecodingIsCloseToRgbDecoding) {
+  temp_dir dir;
+  std::vector<std::pair<std::string, jpeg_layout>> const layouts{
+      {"420", {}},
+      {"422", {.h_luma = 2, .v_luma = 1}},
+      {"440", {.h_luma = 1, .v_luma = 2}},
+      {"444", {.h_luma = 1, .v_luma = 1}},
+      {"progressive", {.progressive = true}}};
+  for (std::size_t i = 0; i < layouts.size(); ++i) {
+    write_bytes(
+        dir.path() / "c" / (layouts[i].first + ".jpg"),
+        encode_jpeg(make_photo(333, 250, static_cast<unsigned>(20 + i)), layouts[i].second));
+  }
+  for (int size : {224, 96}) {  // 96: DCT scaling for the larger crops
+    image_options o{.height = size,
+                    .width = size,
+                    .resize = resize_mode::random_resized_crop,
+                    .scale_min = 0.7F,  // crops over 60 % of the image: the planar path
+                    .horizontal_flip = true};
+    gpufeed::image_folder planar{dir.path(), o};
+    o.planar_decoding = false;
+    gpufeed::image_folder rgb{dir.path(), o};
+    for (std::size_t i = 0; i < planar.size(); ++i) {
+      for (std::uint64_t seed = 0; seed < 6; ++seed) {
+        auto const d = compare(read_one(planar, i, seed), read_one(rgb, i, seed));
+        std::string const what = planar.entries()[i].path + ", seed " + std::to_string(seed) +
+                                 ", output " + std::to_string(size);
+        EXPECT_LT(d.mean, 1.0) << what;
+        for (double const b : d.bias) EXPECT_LT(std::abs(b), 0.25) << what;
+        EXPECT_LE(d.most, 64) << what;
+      }
+    }
+    auto const whole = planar.stage_times();
+    EXPECT_EQ(whole.images, rgb.stage_times().images);
+    EXPECT_GT(static_cast<double>(whole.decoded_pixels),
+              0.99 * static_cast<double>(rgb.stage_times().decoded_pixels))
+        << "the planar path decodes every pixel";
+  }
+}
+
+// Grey JPEGs (one component) and PNGs take the RGB path: the option changes none of their pixels.
+TEST(image_decode_test, PlanarDecodingLeavesOtherImagesAlone) {
+  temp_dir dir;
+  write_bytes(dir.path() / "c" / "grey.jpg", encode_jpeg(make_photo(120, 90, 4), {.grey = true}));
+  write_bytes(dir.path() / "c" / "photo.png",
+              gpufeed::test::encode(make_photo(120, 90, 5), ".png"));
+  image_options o{.height = 64, .width = 64, .resize = resize_mode::random_resized_crop};
+  gpufeed::image_folder planar{dir.path(), o};
+  o.planar_decoding = false;
+  gpufeed::image_folder rgb{dir.path(), o};
+  for (std::size_t i = 0; i < planar.size(); ++i) {
+    for (std::uint64_t seed = 0; seed < 4; ++seed) {
+      EXPECT_EQ(read_one(planar, i, seed), read_one(rgb, i, seed)) << i << ", seed " << seed;
+    }
+  }
+}
+
+// The SIMD kernels and the plain C++ ones give the same pixels, on both paths.
+TEST(image_decode_test, PortableKernelsGiveTheSamePixels) {
+  temp_dir dir;
+  write_bytes(dir.path() / "c" / "a.jpg", encode_jpeg(make_photo(333, 250, 9), {}));
+  write_bytes(dir.path() / "c" / "b.jpg",
+              encode_jpeg(make_photo(200, 301, 10), {.h_luma = 1, .v_luma = 1}));
+  for (bool planar_path : {true, false}) {
+    for (int size : {224, 61}) {
+      gpufeed::image_folder d{dir.path(), image_options{.height = size,
+                                                        .width = size + 3,
+                                                        .resize = resize_mode::random_resized_crop,
+                                                        .horizontal_flip = true,
+                                                        .planar_decoding = planar_path}};
+      for (std::size_t i = 0; i < d.size(); ++i) {
+        for (std::uint64_t seed = 0; seed < 5; ++seed) {
+          bool const was_fast = gpufeed::detail::use_portable_resize(true);
+          auto const plain = read_one(d, i, seed);
+          (void)gpufeed::detail::use_portable_resize(false);
+          EXPECT_TRUE(was_fast);
+          EXPECT_EQ(plain, read_one(d, i, seed)) << "planar " << planar_path << ", size " << size
+                                                 << ", image " << i << ", seed " << seed;
+        }
+      }
+    }
+  }
+}
