@@ -7,7 +7,7 @@ DLPack without a copy (on the GPU with device="cuda"). See docs/python.md.
 
 from . import _gpufeed, datasets
 from ._assemble import BatchDict, BatchList, StepInfo
-from .errors import FileError, LoaderTimeoutError, SampleError
+from .errors import FileError, LoaderTimeoutError, SampleError, SampleFailure
 from .loader import DataLoader, Diagnosis, get_worker_info
 from .progress import SystemMonitor, progress
 
@@ -22,6 +22,7 @@ __all__ = [
     "FileError",
     "LoaderTimeoutError",
     "SampleError",
+    "SampleFailure",
     "StepInfo",
     "SystemMonitor",
     "datasets",

@@ -1,22 +1,31 @@
 """gpufeed's exceptions. Bad arguments raise ValueError; these carry what went wrong in a run."""
 
-__all__ = ["SampleError", "LoaderTimeoutError", "FileError"]
+from collections import namedtuple
+
+__all__ = ["SampleError", "SampleFailure", "LoaderTimeoutError", "FileError"]
+
+
+SampleFailure = namedtuple("SampleFailure", ["index", "epoch", "file", "worker", "message"])
+SampleFailure.__doc__ = "One failed sample of a batch (``file``: None where none was named)."
 
 
 class SampleError(RuntimeError):
-    """A sample could not be read.
+    """Samples of a batch could not be read.
 
-    ``index`` is its index in the dataset, ``epoch`` the epoch, ``file`` the file being read
-    (None where the dataset named none) and ``worker`` the worker thread. ``__cause__`` is the
-    dataset's own exception, with its traceback, when the dataset is written in Python.
+    ``failures`` lists every failed sample of the batch (``SampleFailure``: index, epoch, file,
+    worker, message), in batch order. ``index``, ``epoch``, ``file`` (None where the dataset
+    named none) and ``worker`` are the first failed sample's, and ``__cause__`` is its dataset's
+    own exception, with its traceback, when the dataset is written in Python.
     """
 
-    def __init__(self, message, index, epoch, file=None, worker=None):
+    def __init__(self, message, index, epoch, file=None, worker=None, failures=()):
         super().__init__(message)
         self.index = index
         self.epoch = epoch
         self.file = file
         self.worker = worker
+        self.failures = [SampleFailure(*f) for f in failures] or [
+            SampleFailure(index, epoch, file, worker, message)]
 
 
 class LoaderTimeoutError(RuntimeError, TimeoutError):

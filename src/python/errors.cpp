@@ -25,7 +25,12 @@ py::object file_or_none(std::string const& file) {
 
 void raise_sample_error(sample_error const& e) {
   auto const type = error_class("SampleError");
-  auto const exception = type(e.what(), e.index(), e.epoch(), file_or_none(e.file()), e.worker());
+  py::list failures;  // every failed sample of the batch, in batch order
+  for (auto const& f : e.failures()) {
+    failures.append(py::make_tuple(f.index, f.epoch, file_or_none(f.file), f.worker, f.message));
+  }
+  auto const exception =
+      type(e.what(), e.index(), e.epoch(), file_or_none(e.file()), e.worker(), failures);
   PyObject* cause = nullptr;
   try {
     std::rethrow_if_nested(e);

@@ -165,3 +165,15 @@ def test_missing_files_raise_file_error():
     with pytest.raises(gpufeed.FileError) as caught:
         gpufeed.datasets.HDF5(os.path.join("/nonexistent", "x.h5"))
     assert "x.h5" in caught.value.path
+
+
+def test_every_failed_sample_of_a_batch_is_listed():
+    loader = gpufeed.DataLoader(FailsAt(12, [5, 6]), batch_size=4, num_workers=2)
+    it = iter(loader)
+    next(it)
+    with pytest.raises(gpufeed.SampleError) as caught:
+        next(it)
+    failures = caught.value.failures
+    assert [f.index for f in failures] == [5, 6] and all(f.epoch == 0 for f in failures)
+    assert "no record for 6" in failures[1].message
+    assert caught.value.index == 5 and isinstance(caught.value.__cause__, KeyError)

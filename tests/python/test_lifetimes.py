@@ -656,7 +656,9 @@ def test_two_threads_share_one_epoch(kind):
 @pytest.mark.timeout(120)
 def test_close_ends_a_wait_in_another_thread():
     """close() while another thread waits in next(): that thread gets ValueError, no hang."""
-    data = Indexed(n=10000, sleep_s=2.0)
+    # 4 samples of 4 s on 2 workers: no batch can be ready before close(), even on a machine
+    # so loaded that the main thread runs seconds late.
+    data = Indexed(n=10000, sleep_s=4.0)
     loader = gpufeed.DataLoader(data, batch_size=4, num_workers=2, output="numpy")
     it = iter(loader)
     outcome = []
