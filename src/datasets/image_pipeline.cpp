@@ -18,6 +18,7 @@
 #include <system_error>
 #include <utility>
 
+#include "gpufeed/detail/image_jitter.hpp"
 #include "gpufeed/detail/image_resize.hpp"
 #include "gpufeed/detail/jpeg_decode.hpp"
 #include "gpufeed/error.hpp"
@@ -156,61 +157,7 @@ crop_area scaled(crop_box const& box, image_extent source, image_extent decoded)
           std::clamp(box.h * sy, 1e-3, decoded.height - y)};
 }
 
-std::uint8_t saturate(double v) noexcept {
-  return static_cast<std::uint8_t>(std::clamp(std::lround(v), 0L, 255L));
-}
-
-double luma(std::uint8_t const* p) noexcept {
-  return 0.299 * p[0] + 0.587 * p[1] + 0.114 * p[2];
-}
-
-void apply_lut(std::span<std::uint8_t> image, std::array<std::uint8_t, 256> const& lut) noexcept {
-  for (auto& v : image) v = lut[v];
-}
-
-void adjust_brightness(std::span<std::uint8_t> image, double f) noexcept {
-  std::array<std::uint8_t, 256> lut{};
-  for (std::size_t v = 0; v < lut.size(); ++v) lut[v] = saturate(static_cast<double>(v) * f);
-  apply_lut(image, lut);
-}
-
-void adjust_contrast(std::span<std::uint8_t> image, double f) noexcept {
-  double sum = 0;
-  std::size_t const pixels = image.size() / 3;
-  for (std::size_t i = 0; i < pixels; ++i) sum += luma(image.data() + 3 * i);
-  double const mean = pixels > 0 ? sum / static_cast<double>(pixels) : 0;
-  std::array<std::uint8_t, 256> lut{};
-  for (std::size_t v = 0; v < lut.size(); ++v) {
-    lut[v] = saturate(f * static_cast<double>(v) + (1 - f) * mean);
-  }
-  apply_lut(image, lut);
-}
-
-void adjust_saturation(std::span<std::uint8_t> image, double f) noexcept {
-  for (std::size_t i = 0; i + 2 < image.size(); i += 3) {
-    std::uint8_t* p = image.data() + i;
-    double const gray = (1 - f) * luma(p);
-    p[0] = saturate(f * p[0] + gray);
-    p[1] = saturate(f * p[1] + gray);
-    p[2] = saturate(f * p[2] + gray);
-  }
-}
-
-void adjust_hue(cv::Mat& rgb, double shift) {
-  thread_local cv::Mat hsv;
-  cv::cvtColor(rgb, hsv, cv::COLOR_RGB2HSV_FULL);  // hue in 0..255 (a full turn)
-  auto const delta = static_cast<int>(std::lround(shift * 256.0));
-  auto const cols = static_cast<std::size_t>(hsv.cols);
-  for (int r = 0; r < hsv.rows; ++r) {
-    auto* p = hsv.ptr<std::uint8_t>(r);
-    for (std::size_t c = 0; c < cols; ++c) {
-      p[3 * c] = static_cast<std::uint8_t>((p[3 * c] + delta + 256) & 0xFF);
-    }
-  }
-  cv::cvtColor(hsv, rgb, cv::COLOR_HSV2RGB_FULL);
-}
-
-void apply_jitter(color_jitter const& j, cv::Mat& rgb, std::span<std::uint8_t> out,
+void apply_jitter(color_jitter const& j, std::span<std::uint8_t> out, int height, int width,
                   random_stream& rng) {
   if (j.brightness <= 0 && j.contrast <= 0 && j.saturation <= 0 && j.hue <= 0) return;
   std::array<int, 4> order{0, 1, 2, 3};
@@ -233,7 +180,7 @@ void apply_jitter(color_jitter const& j, cv::Mat& rgb, std::span<std::uint8_t> o
         if (j.saturation > 0) adjust_saturation(out, s);
         break;
       default:
-        if (j.hue > 0) adjust_hue(rgb, h);
+        if (j.hue > 0) adjust_hue(out, height, width, h);
     }
   }
 }
@@ -471,8 +418,7 @@ void image_pipeline::transform(std::span<unsigned char const> encoded, std::stri
       resize_rgbx_to_rgb(d.rgbx, d.area, out, o.width, o.height, flip);
     }
     auto const resized_at = stage_clock::now();
-    cv::Mat dst(o.height, o.width, CV_8UC3, out.data());
-    apply_jitter(o.jitter, dst, out, rng);
+    apply_jitter(o.jitter, out, o.height, o.width, rng);
     counters_->record(
         started, decoded_at, resized_at, stage_clock::now(), d.decoded_pixels,
         static_cast<std::uint64_t>(d.source.width) * static_cast<std::uint64_t>(d.source.height));
