@@ -28,8 +28,6 @@ namespace gpufeed::detail {
 namespace {
 
 constexpr int max_side = 16384;
-// The share of the decoded image a crop must cover for the planar path (see decode_jpeg).
-constexpr double planar_min_share = 0.75;
 
 std::string errno_text(int err) {
   return std::system_category().message(err);
@@ -135,14 +133,6 @@ crop_box random_box(image_options const& o, image_extent src, random_stream& rng
   return {std::floor((w - cw) / 2), std::floor((h - ch) / 2), cw, ch};
 }
 
-int reduction_for(image_options const& o, crop_box const& box) {
-  if (!o.reduced_decoding) return 1;
-  for (int f : {8, 4, 2}) {
-    if (box.w / f >= o.width && box.h / f >= o.height) return f;
-  }
-  return 1;
-}
-
 crop_box plan_crop(image_options const& o, image_extent source, random_stream& rng) {
   return o.resize == resize_mode::center_crop ? center_box(o, source) : random_box(o, source, rng);
 }
@@ -190,6 +180,14 @@ std::uint32_t be16(unsigned char const* p) noexcept {
 }
 
 }  // namespace
+
+int jpeg_reduction(image_options const& options, double crop_width, double crop_height) noexcept {
+  if (!options.reduced_decoding) return 1;
+  for (int f : {8, 4, 2}) {
+    if (crop_width / f >= options.width && crop_height / f >= options.height) return f;
+  }
+  return 1;
+}
 
 std::optional<jpeg_header> parse_jpeg_header(std::span<unsigned char const> bytes) noexcept {
   std::size_t const n = bytes.size();
@@ -335,13 +333,12 @@ decoded_image decode_jpeg(std::span<unsigned char const> encoded, std::string co
   d.source = {reader.width(), reader.height()};
   if (d.source.width <= 0 || d.source.height <= 0) throw file_error(name, "the JPEG has no pixels");
   crop_box const box = plan_crop(o, d.source, rng);
-  int const reduction = reduction_for(o, box);
+  int const reduction = jpeg_reduction(o, box.w, box.h);
   if (reduction > 1) reader.set_reduction(reduction);
   d.area = scaled(box, d.source, {reader.decoded_width(), reader.decoded_height()});
   // The planar path decodes every row and column; the cropped one only those the crop needs,
-  // but to RGB. Timed with gpufeed-bench decode (docs/datasets-images.md), the planar path is
-  // the quicker from about 75 % of the area on (instruction counts say 60 %: the time of the
-  // entropy decoding, which no path avoids, weighs more than its instructions).
+  // but to RGB. The planar path is the quicker from about half the area on (planar_min_share):
+  // the entropy decoding, which no path avoids, weighs more than the rows a crop skips.
   double const covered = d.area.width * d.area.height /
                          (static_cast<double>(reader.decoded_width()) * reader.decoded_height());
   bool const planar = o.planar_decoding && reader.planar() && !is_copy(d.area, o.width, o.height) &&
