@@ -1,6 +1,7 @@
-// The image datasets' colour jitter operations against plain double-precision references of
-// torchvision's ColorJitter formulas: brightness and contrast exactly, saturation (fixed point)
-// within one grey level, on random pixels and at factors from 0 to beyond the int32 range.
+// The image datasets' colour jitter operations (fixed point, vectorized) against plain
+// double-precision references of torchvision's ColorJitter formulas: within one grey level, on
+// random pixels, at factors from 0 to beyond the range of the int32 loops; factor 1 changes
+// nothing.
 
 #include <gtest/gtest.h>
 
@@ -42,7 +43,7 @@ int max_difference(pixels const& a, pixels const& b) {
   return worst;
 }
 
-std::vector<double> const factors{0.0, 0.25, 0.6, 0.999, 1.0, 1.2, 1.4, 3.9, 4.1, 9.5};
+std::vector<double> const factors{0.0, 0.25, 0.6, 0.999, 1.0, 1.2, 1.4, 3.9, 9.5, 63.0, 70.0};
 
 TEST(ImageJitter, SaturationIsWithinOneLevelOfTheExactBlend) {
   pixels const source = random_pixels(5000, 1);
@@ -71,8 +72,6 @@ TEST(ImageJitter, ContrastBlendsWithTheMeanLuma) {
     for (auto& v : expected) v = round_clamp(f * v + (1 - f) * mean);
     pixels got = source;
     gpufeed::detail::adjust_contrast(got, f);
-    // The mean is summed in 14-bit fixed point: a value exactly between two levels may round
-    // the other way.
     EXPECT_LE(max_difference(got, expected), 1) << "factor " << f;
   }
 }
@@ -84,7 +83,10 @@ TEST(ImageJitter, BrightnessScalesEachValue) {
     for (auto& v : expected) v = round_clamp(f * v);
     pixels got = source;
     gpufeed::detail::adjust_brightness(got, f);
-    EXPECT_EQ(got, expected) << "factor " << f;
+    EXPECT_LE(max_difference(got, expected), 1) << "factor " << f;
+    if (f == 1.0) {
+      EXPECT_EQ(got, source) << "factor 1 must change nothing";
+    }
   }
 }
 
