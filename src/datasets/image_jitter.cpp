@@ -10,8 +10,19 @@
 
 // The loops below are written for the compiler to vectorize (src/CMakeLists.txt turns GCC's
 // vectorizer fully on for this file); on x86-64 an AVX2 clone is chosen at load time where the CPU
-// has it. Integer arithmetic only, so every clone gives the same pixels.
-#if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
+// has it. Integer arithmetic only, so every clone gives the same pixels. Not in sanitizer builds:
+// their runtimes may not be set up yet when the loader runs the clones' ifunc resolvers.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+#define GPUFEED_JITTER_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define GPUFEED_JITTER_SANITIZED 1
+#endif
+#if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__)) && \
+    !defined(GPUFEED_JITTER_SANITIZED)
 #define GPUFEED_JITTER_CLONES [[gnu::target_clones("avx2", "default")]]
 #else
 #define GPUFEED_JITTER_CLONES
