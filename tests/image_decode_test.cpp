@@ -22,6 +22,7 @@
 
 #include "gpufeed/datasets/file_list.hpp"
 #include "gpufeed/datasets/image_folder.hpp"
+#include "gpufeed/detail/image_pipeline.hpp"
 #include "gpufeed/detail/image_resize.hpp"
 #include "gpufeed/detail/jpeg_decode.hpp"
 #include "gpufeed/detail/slot_layout.hpp"
@@ -373,6 +374,34 @@ TEST(image_decode_test, PlanarDecodingIsCloseToRgbDecoding) {
               0.99 * static_cast<double>(rgb.stage_times().decoded_pixels))
         << "the planar path decodes every pixel";
   }
+}
+
+// The decode plan is the cheaper one measured (docs/benchmarks/demo-and-decode.md): DCT scaling
+// only by 2, 4 or 8, never by 3/8 .. 7/8 (no SIMD inverse DCTs: slower than a full decode); and
+// Resize(256) + CenterCrop(224) of a 480x400 photograph, whose crop covers 64 % of it, through
+// the planar path (all pixels decoded), its pixels close to the cropped RGB decode's.
+TEST(image_decode_test, DecodePlanIsTheCheapOne) {
+  using gpufeed::detail::jpeg_reduction;
+  image_options const o{.height = 224, .width = 224};
+  EXPECT_EQ(jpeg_reduction(o, 350, 350), 1) << "not 6/8 (5/8 covers 224 too)";
+  EXPECT_EQ(jpeg_reduction(o, 447, 600), 1);
+  EXPECT_EQ(jpeg_reduction(o, 448, 448), 2);
+  EXPECT_EQ(jpeg_reduction(o, 1000, 900), 4);
+  EXPECT_EQ(jpeg_reduction(o, 1792, 1800), 8);
+  EXPECT_EQ(jpeg_reduction(image_options{.height = 224, .width = 224, .reduced_decoding = false},
+                           1792, 1800),
+            1);
+
+  temp_dir dir;
+  write_bytes(dir.path() / "c" / "photo.jpg", encode_jpeg(make_photo(480, 400, 31), {}));
+  image_options eval{.height = 224, .width = 224, .resize_to = 256};
+  gpufeed::image_folder planar{dir.path(), eval};
+  eval.planar_decoding = false;
+  gpufeed::image_folder rgb{dir.path(), eval};
+  auto const d = compare(read_one(planar, 0, 0), read_one(rgb, 0, 0));
+  EXPECT_LT(d.mean, 1.0);
+  EXPECT_EQ(planar.stage_times().decoded_pixels, 480U * 400U) << "the planar path";
+  EXPECT_LT(rgb.stage_times().decoded_pixels, 480U * 400U * 3U / 4U) << "the cropped path";
 }
 
 // Grey JPEGs (one component) and PNGs take the RGB path: the option changes none of their pixels.

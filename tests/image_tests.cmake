@@ -5,6 +5,8 @@ target_link_libraries(image_folder_test PRIVATE opencv_core opencv_imgcodecs ope
 # The decode shortcuts (cropped and reduced decoding) and the resize; it writes its JPEGs with
 # libjpeg itself, for chroma samplings OpenCV cannot write.
 gpufeed_add_suite(image_decode)
+# The colour jitter operations against double-precision references.
+gpufeed_add_suite(image_jitter)
 target_link_libraries(image_decode_test PRIVATE opencv_core opencv_imgcodecs opencv_imgproc
                                                 JPEG::JPEG)
 

@@ -72,12 +72,31 @@ def warmup_batches(workers):
     return 2 * workers + 3
 
 
+def settle(interval=0.05, idle_share=0.1, quiet=2, limit=10.0):
+    """Waits until this process tree is idle: under `idle_share` of one CPU in each of `quiet`
+    consecutive `interval`s (up to `limit` seconds; check_settle.py tests it). A loader keeps working after its timed run ends (torch's
+    workers finish the batches they were sent, gpufeed's refill its ring); timed without this,
+    the next peer shared the cores with that work and was charged its CPU time. Without it,
+    commit dafb8c9's images run measured gpufeed 1.62x torch where gpufeed_full_decode, the same
+    work on those images, measured 2.14x: gpufeed ran right after torch in 3 of 5 repeats."""
+    deadline = time.perf_counter() + limit
+    last = tree_cpu_seconds()
+    idle = 0
+    while time.perf_counter() < deadline and idle < quiet:
+        time.sleep(interval)
+        now = tree_cpu_seconds()
+        idle = idle + 1 if now - last < idle_share * interval else 0
+        last = now
+
+
 def timed(stream, warmup, batches, min_seconds=0.3):
     """Takes `warmup` untimed batches from `stream` (see warmup_batches), then times `batches`
     more, and more again until `min_seconds` have passed (a run of a few milliseconds measures
     the scheduler, and CPU times come in 10 ms ticks): {"seconds", "samples", "batches",
     "samples_per_s", "cpu_ms_per_sample"}. The CPU time is the whole process tree's over the
-    timed batches (the other loaders of the process sit idle with full queues then)."""
+    timed batches (the other loaders of the process sit idle with full queues then: settle()
+    waits for that first)."""
+    settle()
     for _ in range(warmup):
         next(stream)
     samples = taken = 0

@@ -185,8 +185,10 @@ void training_run::train_epoch(progress_printer& progress) {
   result_.epochs = epoch;
   result_.train_seconds = run_seconds();
   result_.wait_seconds += feed_->wait_seconds() - wait_before;
-  // The epoch's tail, unless it is too short to mean much (then it opens the next interval).
-  if (result_.train_seconds - pace_start_s_ >= pace_interval_s / 2) {
+  // The epoch's tail, unless it is too short to mean much (then it opens the next interval); but
+  // always the run's first point: a run shorter than a quarter of an interval (--quick on a fast
+  // loader) would otherwise have no line in the chart.
+  if (result_.train_seconds - pace_start_s_ >= pace_interval_s / 2 || result_.pace.empty()) {
     record_pace(result_.train_seconds, result_.wait_seconds, progress);
   }
   cpu_ += std::clock() - cpu_start;

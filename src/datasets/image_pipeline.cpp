@@ -18,6 +18,7 @@
 #include <system_error>
 #include <utility>
 
+#include "gpufeed/detail/image_jitter.hpp"
 #include "gpufeed/detail/image_resize.hpp"
 #include "gpufeed/detail/jpeg_decode.hpp"
 #include "gpufeed/error.hpp"
@@ -27,8 +28,6 @@ namespace gpufeed::detail {
 namespace {
 
 constexpr int max_side = 16384;
-// The share of the decoded image a crop must cover for the planar path (see decode_jpeg).
-constexpr double planar_min_share = 0.75;
 
 std::string errno_text(int err) {
   return std::system_category().message(err);
@@ -134,14 +133,6 @@ crop_box random_box(image_options const& o, image_extent src, random_stream& rng
   return {std::floor((w - cw) / 2), std::floor((h - ch) / 2), cw, ch};
 }
 
-int reduction_for(image_options const& o, crop_box const& box) {
-  if (!o.reduced_decoding) return 1;
-  for (int f : {8, 4, 2}) {
-    if (box.w / f >= o.width && box.h / f >= o.height) return f;
-  }
-  return 1;
-}
-
 crop_box plan_crop(image_options const& o, image_extent source, random_stream& rng) {
   return o.resize == resize_mode::center_crop ? center_box(o, source) : random_box(o, source, rng);
 }
@@ -156,61 +147,7 @@ crop_area scaled(crop_box const& box, image_extent source, image_extent decoded)
           std::clamp(box.h * sy, 1e-3, decoded.height - y)};
 }
 
-std::uint8_t saturate(double v) noexcept {
-  return static_cast<std::uint8_t>(std::clamp(std::lround(v), 0L, 255L));
-}
-
-double luma(std::uint8_t const* p) noexcept {
-  return 0.299 * p[0] + 0.587 * p[1] + 0.114 * p[2];
-}
-
-void apply_lut(std::span<std::uint8_t> image, std::array<std::uint8_t, 256> const& lut) noexcept {
-  for (auto& v : image) v = lut[v];
-}
-
-void adjust_brightness(std::span<std::uint8_t> image, double f) noexcept {
-  std::array<std::uint8_t, 256> lut{};
-  for (std::size_t v = 0; v < lut.size(); ++v) lut[v] = saturate(static_cast<double>(v) * f);
-  apply_lut(image, lut);
-}
-
-void adjust_contrast(std::span<std::uint8_t> image, double f) noexcept {
-  double sum = 0;
-  std::size_t const pixels = image.size() / 3;
-  for (std::size_t i = 0; i < pixels; ++i) sum += luma(image.data() + 3 * i);
-  double const mean = pixels > 0 ? sum / static_cast<double>(pixels) : 0;
-  std::array<std::uint8_t, 256> lut{};
-  for (std::size_t v = 0; v < lut.size(); ++v) {
-    lut[v] = saturate(f * static_cast<double>(v) + (1 - f) * mean);
-  }
-  apply_lut(image, lut);
-}
-
-void adjust_saturation(std::span<std::uint8_t> image, double f) noexcept {
-  for (std::size_t i = 0; i + 2 < image.size(); i += 3) {
-    std::uint8_t* p = image.data() + i;
-    double const gray = (1 - f) * luma(p);
-    p[0] = saturate(f * p[0] + gray);
-    p[1] = saturate(f * p[1] + gray);
-    p[2] = saturate(f * p[2] + gray);
-  }
-}
-
-void adjust_hue(cv::Mat& rgb, double shift) {
-  thread_local cv::Mat hsv;
-  cv::cvtColor(rgb, hsv, cv::COLOR_RGB2HSV_FULL);  // hue in 0..255 (a full turn)
-  auto const delta = static_cast<int>(std::lround(shift * 256.0));
-  auto const cols = static_cast<std::size_t>(hsv.cols);
-  for (int r = 0; r < hsv.rows; ++r) {
-    auto* p = hsv.ptr<std::uint8_t>(r);
-    for (std::size_t c = 0; c < cols; ++c) {
-      p[3 * c] = static_cast<std::uint8_t>((p[3 * c] + delta + 256) & 0xFF);
-    }
-  }
-  cv::cvtColor(hsv, rgb, cv::COLOR_HSV2RGB_FULL);
-}
-
-void apply_jitter(color_jitter const& j, cv::Mat& rgb, std::span<std::uint8_t> out,
+void apply_jitter(color_jitter const& j, std::span<std::uint8_t> out, int height, int width,
                   random_stream& rng) {
   if (j.brightness <= 0 && j.contrast <= 0 && j.saturation <= 0 && j.hue <= 0) return;
   std::array<int, 4> order{0, 1, 2, 3};
@@ -233,7 +170,7 @@ void apply_jitter(color_jitter const& j, cv::Mat& rgb, std::span<std::uint8_t> o
         if (j.saturation > 0) adjust_saturation(out, s);
         break;
       default:
-        if (j.hue > 0) adjust_hue(rgb, h);
+        if (j.hue > 0) adjust_hue(out, height, width, h);
     }
   }
 }
@@ -243,6 +180,14 @@ std::uint32_t be16(unsigned char const* p) noexcept {
 }
 
 }  // namespace
+
+int jpeg_reduction(image_options const& options, double crop_width, double crop_height) noexcept {
+  if (!options.reduced_decoding) return 1;
+  for (int f : {8, 4, 2}) {
+    if (crop_width / f >= options.width && crop_height / f >= options.height) return f;
+  }
+  return 1;
+}
 
 std::optional<jpeg_header> parse_jpeg_header(std::span<unsigned char const> bytes) noexcept {
   std::size_t const n = bytes.size();
@@ -388,13 +333,12 @@ decoded_image decode_jpeg(std::span<unsigned char const> encoded, std::string co
   d.source = {reader.width(), reader.height()};
   if (d.source.width <= 0 || d.source.height <= 0) throw file_error(name, "the JPEG has no pixels");
   crop_box const box = plan_crop(o, d.source, rng);
-  int const reduction = reduction_for(o, box);
+  int const reduction = jpeg_reduction(o, box.w, box.h);
   if (reduction > 1) reader.set_reduction(reduction);
   d.area = scaled(box, d.source, {reader.decoded_width(), reader.decoded_height()});
   // The planar path decodes every row and column; the cropped one only those the crop needs,
-  // but to RGB. Timed with gpufeed-bench decode (docs/datasets-images.md), the planar path is
-  // the quicker from about 75 % of the area on (instruction counts say 60 %: the time of the
-  // entropy decoding, which no path avoids, weighs more than its instructions).
+  // but to RGB. The planar path is the quicker from about half the area on (planar_min_share):
+  // the entropy decoding, which no path avoids, weighs more than the rows a crop skips.
   double const covered = d.area.width * d.area.height /
                          (static_cast<double>(reader.decoded_width()) * reader.decoded_height());
   bool const planar = o.planar_decoding && reader.planar() && !is_copy(d.area, o.width, o.height) &&
@@ -471,8 +415,7 @@ void image_pipeline::transform(std::span<unsigned char const> encoded, std::stri
       resize_rgbx_to_rgb(d.rgbx, d.area, out, o.width, o.height, flip);
     }
     auto const resized_at = stage_clock::now();
-    cv::Mat dst(o.height, o.width, CV_8UC3, out.data());
-    apply_jitter(o.jitter, dst, out, rng);
+    apply_jitter(o.jitter, out, o.height, o.width, rng);
     counters_->record(
         started, decoded_at, resized_at, stage_clock::now(), d.decoded_pixels,
         static_cast<std::uint64_t>(d.source.width) * static_cast<std::uint64_t>(d.source.height));

@@ -65,7 +65,7 @@ struct image_options {
   /// Decode (inverse DCT, upsampling, colour conversion) only the rows and columns of a JPEG
   /// that the crop needs; the pixels inside the crop are those of a whole decode.
   bool cropped_decoding = true;
-  /// Where the crop is resampled anyway and covers most of the image (75 % of its area, or any
+  /// Where the crop is resampled anyway and covers half the image or more (of its area; or any
   /// part without cropped_decoding), decode a YCbCr JPEG to its planes (no upsampling or colour
   /// conversion in libjpeg), resample each at its own resolution and convert to RGB at the
   /// output size: faster, with chroma that differs from a full RGB decode's by under a grey

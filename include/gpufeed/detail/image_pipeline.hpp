@@ -42,6 +42,27 @@ struct jpeg_header {
 /// or if it is empty.
 void read_file(std::string const& path, std::vector<unsigned char>& buffer);
 
+/// @brief The DCT scaling of a JPEG decode for a crop of `crop_width` x `crop_height` source
+/// pixels: the reduction (8, 4 or 2) that leaves the crop at least the output's size, the largest
+/// such, else 1 (always 1 without `image_options::reduced_decoding`).
+///
+/// Only 1/2, 1/4 and 1/8: libjpeg-turbo's other M/8 scales (3/8, 5/8, 6/8, 7/8) would decode
+/// fewer pixels still, but their inverse DCTs (and the 12x12 or 10x10 ones of subsampled chroma
+/// there) have no SIMD code. Tried on 400-500 px photograph-like JPEGs to 224 px with
+/// `gpufeed-bench decode` (docs/benchmarks/demo-and-decode.md), a 6/8 or 5/8 decode of half the
+/// pixels took about 30 % longer than the 8/8 decode of all of them.
+[[nodiscard]] int jpeg_reduction(image_options const& options, double crop_width,
+                                 double crop_height) noexcept;
+
+/// @brief The share of the (DCT-scaled) image a crop must cover for the planar decode
+/// (`image_options::planar_decoding`); smaller crops are decoded cropped, to RGB. Measured with
+/// `gpufeed-bench decode` and the Python image benchmark on 400-500 px JPEGs to 224 px: at the
+/// 64 % of Resize(256) + CenterCrop(224) the planar path costs about 12 % less CPU per image
+/// (all rows and columns, but no chroma upsampling or colour conversion at full size, and a
+/// cheaper resize); below 50 % no difference was measurable. (Until issue 14's second round it
+/// was 75 %, from 320x256 images.)
+inline constexpr double planar_min_share = 0.5;
+
 using stage_clock = std::chrono::steady_clock;
 
 /// @brief What an image pipeline's stages took, summed over the threads that ran it. Shared by

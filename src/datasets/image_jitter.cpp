@@ -1,0 +1,156 @@
+// Named image_*.cpp so that src/CMakeLists.txt's glob of the image datasets' sources builds it.
+#include "gpufeed/detail/image_jitter.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
+
+// The loops below are written for the compiler to vectorize (src/CMakeLists.txt turns GCC's
+// vectorizer fully on for this file); on x86-64 an AVX2 clone is chosen at load time where the CPU
+// has it. Integer arithmetic only, so every clone gives the same pixels. Not in sanitizer builds:
+// their runtimes may not be set up yet when the loader runs the clones' ifunc resolvers.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+#define GPUFEED_JITTER_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define GPUFEED_JITTER_SANITIZED 1
+#endif
+#if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__)) && \
+    !defined(GPUFEED_JITTER_SANITIZED)
+#define GPUFEED_JITTER_CLONES [[gnu::target_clones("avx2", "default")]]
+#else
+#define GPUFEED_JITTER_CLONES
+#endif
+
+namespace gpufeed::detail {
+
+namespace {
+
+// Luma weights in 14-bit fixed point (0.299, 0.587, 0.114 times 2^14, summing to 2^14).
+constexpr std::int32_t luma_r = 4899;
+constexpr std::int32_t luma_g = 9617;
+constexpr std::int32_t luma_b = 1868;
+static_assert(luma_r + luma_g + luma_b == 1 << 14);
+
+// Factors are in 12-bit fixed point. Up to these the int32 loops cannot overflow; beyond them
+// the plain int64 loops run. affine: |f| 2^12 2^8 and |1 - f| 2^12 2^8 each under 2^30 for f up
+// to 256; blend_with_luma (values with 8 fraction bits): |f| 2^12 2^16 and |1 - f| 2^12 2^16
+// each under 2^30 for f up to 4.
+constexpr double affine_int32_limit = 64.0;
+constexpr double blend_int32_limit = 4.0;
+
+// v -> clamp(round((scale v + offset) / 2^12)), scale and offset in 12-bit fixed point.
+GPUFEED_JITTER_CLONES void affine_int32(std::uint8_t* p, std::size_t n, std::int32_t scale,
+                                        std::int32_t offset) noexcept {
+  for (std::size_t i = 0; i < n; ++i) {
+    std::int32_t const x = (scale * p[i] + offset + 2048) >> 12;  // NOLINT(hicpp-signed-bitwise)
+    p[i] = static_cast<std::uint8_t>(std::clamp(x, 0, 255));
+  }
+}
+
+// f v + (1 - f) luma per pixel: f with 12 fraction bits, v and luma with 8, the sum with 20,
+// rounded half up by the shift.
+GPUFEED_JITTER_CLONES void blend_with_luma_int32(std::uint8_t* p, std::size_t pixels,
+                                                 std::int32_t fq) noexcept {
+  std::int32_t const gq = 4096 - fq;
+  for (std::size_t i = 0; i < pixels; ++i, p += 3) {
+    std::int32_t const luma8 = (luma_r * p[0] + luma_g * p[1] + luma_b * p[2] + 32) >> 6;
+    std::int32_t const gray = gq * luma8 + (1 << 19);
+    // Three statements, not a loop over c: GCC vectorizes these (an inner loop it does not).
+    std::int32_t const r = (fq * (p[0] << 8) + gray) >> 20;  // NOLINT(hicpp-signed-bitwise)
+    std::int32_t const g = (fq * (p[1] << 8) + gray) >> 20;  // NOLINT(hicpp-signed-bitwise)
+    std::int32_t const b = (fq * (p[2] << 8) + gray) >> 20;  // NOLINT(hicpp-signed-bitwise)
+    p[0] = static_cast<std::uint8_t>(std::clamp(r, 0, 255));
+    p[1] = static_cast<std::uint8_t>(std::clamp(g, 0, 255));
+    p[2] = static_cast<std::uint8_t>(std::clamp(b, 0, 255));
+  }
+}
+
+GPUFEED_JITTER_CLONES std::uint64_t luma_sum(std::uint8_t const* p, std::size_t pixels) noexcept {
+  std::uint64_t sum = 0;
+  for (std::size_t i = 0; i < pixels; ++i, p += 3) {
+    sum += static_cast<std::uint32_t>(luma_r * p[0] + luma_g * p[1] + luma_b * p[2]);
+  }
+  return sum;
+}
+
+// The same arithmetic in int64, for factors past the limits above (not vectorized: rare).
+void affine_int64(std::uint8_t* p, std::size_t n, std::int64_t scale,
+                  std::int64_t offset) noexcept {
+  for (std::size_t i = 0; i < n; ++i) {
+    std::int64_t const x = (scale * p[i] + offset + 2048) >> 12;  // NOLINT(hicpp-signed-bitwise)
+    p[i] = static_cast<std::uint8_t>(std::clamp<std::int64_t>(x, 0, 255));
+  }
+}
+
+void blend_with_luma_int64(std::uint8_t* p, std::size_t pixels, std::int64_t fq) noexcept {
+  std::int64_t const gq = 4096 - fq;
+  for (std::size_t i = 0; i < pixels; ++i, p += 3) {
+    std::int64_t const luma8 = (luma_r * p[0] + luma_g * p[1] + luma_b * p[2] + 32) >> 6;
+    std::int64_t const gray = gq * luma8 + (std::int64_t{1} << 19);
+    for (std::size_t c = 0; c < 3; ++c) {
+      std::int64_t const x = (fq * (std::int64_t{p[c]} << 8) + gray) >> 20;  // NOLINT
+      p[c] = static_cast<std::uint8_t>(std::clamp<std::int64_t>(x, 0, 255));
+    }
+  }
+}
+
+// factor v + (1 - factor) mean, rounded and clamped.
+void affine(std::span<std::uint8_t> image, double factor, double mean) noexcept {
+  double const f = std::clamp(factor, 0.0, 1e6);
+  auto const scale = std::llround(f * 4096.0);
+  auto const offset = std::llround((1.0 - f) * mean * 4096.0);
+  if (f <= affine_int32_limit) {
+    affine_int32(image.data(), image.size(), static_cast<std::int32_t>(scale),
+                 static_cast<std::int32_t>(offset));
+  } else {
+    affine_int64(image.data(), image.size(), scale, offset);
+  }
+}
+
+}  // namespace
+
+void adjust_brightness(std::span<std::uint8_t> rgb, double factor) noexcept {
+  affine(rgb, factor, 0.0);
+}
+
+void adjust_contrast(std::span<std::uint8_t> rgb, double factor) noexcept {
+  std::size_t const pixels = rgb.size() / 3;
+  double const mean = pixels > 0 ? static_cast<double>(luma_sum(rgb.data(), pixels)) /
+                                       (static_cast<double>(pixels) * (1 << 14))
+                                 : 0;
+  affine(rgb, factor, mean);
+}
+
+void adjust_saturation(std::span<std::uint8_t> rgb, double factor) noexcept {
+  double const f = std::clamp(factor, 0.0, 1e6);
+  auto const fq = std::llround(f * 4096.0);
+  if (f <= blend_int32_limit) {
+    blend_with_luma_int32(rgb.data(), rgb.size() / 3, static_cast<std::int32_t>(fq));
+  } else {
+    blend_with_luma_int64(rgb.data(), rgb.size() / 3, fq);
+  }
+}
+
+void adjust_hue(std::span<std::uint8_t> rgb, int height, int width, double shift) {
+  cv::Mat image(height, width, CV_8UC3, rgb.data());
+  thread_local cv::Mat hsv;
+  cv::cvtColor(image, hsv, cv::COLOR_RGB2HSV_FULL);  // hue in 0..255 (a full turn)
+  auto const delta = static_cast<int>(std::lround(shift * 256.0));
+  auto const cols = static_cast<std::size_t>(hsv.cols);
+  for (int r = 0; r < hsv.rows; ++r) {
+    auto* p = hsv.ptr<std::uint8_t>(r);
+    for (std::size_t c = 0; c < cols; ++c) {
+      p[3 * c] = static_cast<std::uint8_t>((p[3 * c] + delta + 256) & 0xFF);
+    }
+  }
+  cv::cvtColor(hsv, image, cv::COLOR_HSV2RGB_FULL);
+}
+
+}  // namespace gpufeed::detail
