@@ -14,7 +14,6 @@
 #include <cstddef>
 #include <limits>
 #include <optional>
-#include <source_location>
 #include <string>
 #include <type_traits>
 
@@ -36,6 +35,14 @@ namespace gpufeed::detail {
   return sum;
 }
 
+/// Where a check was made: the caller's file and line. GCC's and Clang's __builtin_FILE and
+/// __builtin_LINE as default arguments give the caller's; std::source_location would too, but
+/// Clang 14 (the fuzz build's compiler) cannot compile libstdc++ 12's <source_location>.
+struct call_site {
+  char const* file;
+  int line;
+};
+
 namespace checked_math_detail {
 template <class What>
 std::string describe(What const& what) {
@@ -47,19 +54,19 @@ std::string describe(What const& what) {
 }
 
 [[noreturn]] inline void overflow(std::string const& what, std::size_t a, char op, std::size_t b,
-                                  std::source_location const& where) {
+                                  call_site where) {
   throw_logic_error("the size fits in std::size_t",
                     what + ": " + std::to_string(a) + ' ' + op + ' ' + std::to_string(b) +
                         " is more than the largest size (" +
                         std::to_string(std::numeric_limits<std::size_t>::max()) +
                         "); make it smaller",
-                    where.file_name(), static_cast<int>(where.line()));
+                    where.file, where.line);
 }
 
 // The result of a try_ function, or the logic_error that says what overflowed.
 template <class What>
 std::size_t value_or_throw(std::optional<std::size_t> result, std::size_t a, char op, std::size_t b,
-                           What const& what, std::source_location const& where) {
+                           What const& what, call_site where) {
   if (result) return *result;
   overflow(describe(what), a, op, b, where);
 }
@@ -67,27 +74,27 @@ std::size_t value_or_throw(std::optional<std::size_t> result, std::size_t a, cha
 
 /// `a * b`. @throws logic_error "<what>: a x b is more than the largest size ..." on overflow.
 template <class What>
-[[nodiscard]] std::size_t checked_mul(
-    std::size_t a, std::size_t b, What const& what,
-    std::source_location where = std::source_location::current()) {
-  return checked_math_detail::value_or_throw(try_mul(a, b), a, 'x', b, what, where);
+[[nodiscard]] std::size_t checked_mul(std::size_t a, std::size_t b, What const& what,
+                                      char const* file = __builtin_FILE(),
+                                      int line = __builtin_LINE()) {
+  return checked_math_detail::value_or_throw(try_mul(a, b), a, 'x', b, what, {file, line});
 }
 
 /// `a + b`. @throws logic_error "<what>: a + b is more than the largest size ..." on overflow.
 template <class What>
-[[nodiscard]] std::size_t checked_add(
-    std::size_t a, std::size_t b, What const& what,
-    std::source_location where = std::source_location::current()) {
-  return checked_math_detail::value_or_throw(try_add(a, b), a, '+', b, what, where);
+[[nodiscard]] std::size_t checked_add(std::size_t a, std::size_t b, What const& what,
+                                      char const* file = __builtin_FILE(),
+                                      int line = __builtin_LINE()) {
+  return checked_math_detail::value_or_throw(try_add(a, b), a, '+', b, what, {file, line});
 }
 
 /// `bytes` rounded up to a multiple of `multiple` (more than 0).
 /// @throws logic_error as checked_add does when the rounded size does not fit.
 template <class What>
-[[nodiscard]] std::size_t checked_round_up(
-    std::size_t bytes, std::size_t multiple, What const& what,
-    std::source_location where = std::source_location::current()) {
-  return checked_add(bytes, multiple - 1, what, where) / multiple * multiple;
+[[nodiscard]] std::size_t checked_round_up(std::size_t bytes, std::size_t multiple,
+                                           What const& what, char const* file = __builtin_FILE(),
+                                           int line = __builtin_LINE()) {
+  return checked_add(bytes, multiple - 1, what, file, line) / multiple * multiple;
 }
 
 }  // namespace gpufeed::detail
