@@ -7,15 +7,13 @@
 
 namespace gpufeed {
 
-namespace {
-std::string shape_text(std::vector<std::int64_t> const& shape) {
+std::string shape_text(std::span<std::int64_t const> shape) {
   std::string text = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) {
     text += (i > 0 ? "," : "") + std::to_string(shape[i]);
   }
   return text + ']';
 }
-}  // namespace
 
 std::size_t field::elements() const {
   std::size_t n = 1;

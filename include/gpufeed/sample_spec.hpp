@@ -20,6 +20,9 @@
 
 namespace gpufeed {
 
+/// @brief A shape as text, e.g. `[3,224,224]` (`[]` for a scalar): for messages.
+[[nodiscard]] std::string shape_text(std::span<std::int64_t const> shape);
+
 /// @brief The most dimensions a field may have (the batch adds one more).
 inline constexpr std::size_t max_field_dims = 7;
 

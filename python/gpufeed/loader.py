@@ -7,6 +7,7 @@ torch and numpy by DLPack, without a copy. See docs/python.md for the migration 
 import math
 import os
 import threading
+import weakref
 
 import numpy as np
 
@@ -282,7 +283,6 @@ class DataLoader:
         self._resume = None
         self._iterator = None
         self.step_info = None
-        _registry_add(self)
 
     @staticmethod
     def _largest_batch(batch_sampler):
@@ -306,7 +306,6 @@ class DataLoader:
             # Weakly: the iterator holds the loader, and a cycle would keep the workers and the
             # ring alive after `del loader` until Python's garbage collector runs.
             self._iterator = weakref.ref(iterator)
-        iterator._generation += 1
         iterator._ended = False
         return iterator
 
@@ -434,7 +433,6 @@ class _Iterator:
 
     def __init__(self, loader):
         self._loader = loader
-        self._generation = 0
         self._ended = False  # the epoch's end was met: StopIteration until iter(loader)
         self._lock = threading.Lock()
 
@@ -455,14 +453,3 @@ class _Iterator:
 
     def __len__(self):
         return len(self._loader)
-
-
-# Loaders alive, closed at interpreter exit by the extension's atexit hook (it knows every open
-# C++ loader); kept here too so that tests can see what is open.
-import weakref  # noqa: E402
-
-_loaders = weakref.WeakSet()
-
-
-def _registry_add(loader):
-    _loaders.add(loader)

@@ -3,8 +3,8 @@
 ``for batch in gpufeed.progress(loader): ...`` wraps a loader as tqdm does and draws
 ``epoch 3 batch 120/500 | 5120 samples/s | stall 2% | GPU 85% | VRAM 12.3/24.0 GB | CPU 45% |
 RAM 18.4/64.0 GB`` (redrawn in place on a terminal, logged every 30 s elsewhere); at the end
-of the epoch it logs the epoch's summary and, when the loader is not what sets the pace... or
-is, the diagnosis. The monitor warns when the GPU's utilization stays low.
+of the epoch it logs the epoch's summary, and the diagnosis as a warning when the loader, not
+the training step, sets the pace. The monitor warns when the GPU's utilization stays low.
 """
 
 import json

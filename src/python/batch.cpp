@@ -111,7 +111,6 @@ class field {
 
   py::object dlpack(py::object const& stream, py::object const& max_version,
                     py::object const& dl_device, py::object const& copy) const {
-    if (!lease_->value) buffer_error("the batch was released; take the tensor before release()");
     if (!copy.is_none() && copy.cast<bool>()) {
       buffer_error(
           "gpufeed exports batches without copying (copy=True was asked); import the "
@@ -213,7 +212,6 @@ class field {
 };
 
 py::list fields_of(std::shared_ptr<batch_lease> const& lease, bool host) {
-  if (!lease->value) throw logic_error{"the batch was released"};
   py::list out;
   for (std::size_t f = 0; f < lease->value.fields(); ++f) {
     out.append(field{lease, host ? lease->value.host_field(f) : lease->value.field(f)});

@@ -85,16 +85,16 @@ class py_loader {
   py_loader(std::shared_ptr<dataset const> data, py::dict const& kwargs)
       : python_data_{std::dynamic_pointer_cast<python_dataset const>(data)} {
     auto options = options_from(kwargs);
-    if (python_data_ && options.workers != auto_workers) {  // before the first read
+    bool const options_workers_were_auto = options.workers == auto_workers;
+    if (python_data_ && !options_workers_were_auto) {  // before the first read
       const_cast<python_dataset*>(python_data_.get())->set_workers(options.workers);
     }
     {
       py::gil_scoped_release const released;  // the constructor starts threads that may read
       loader_.emplace(std::move(data), std::move(options));
     }
-    if (python_data_) {
-      auto* writable = const_cast<python_dataset*>(python_data_.get());
-      writable->set_workers(loader_->options().workers);
+    if (python_data_ && options_workers_were_auto) {  // resolved by the loader
+      const_cast<python_dataset*>(python_data_.get())->set_workers(loader_->options().workers);
     }
   }
 

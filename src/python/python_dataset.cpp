@@ -27,15 +27,6 @@ std::int64_t now_ns() noexcept {
       .count();
 }
 
-std::string shape_text(std::span<std::int64_t const> shape) {
-  std::string text = "[";
-  for (std::size_t d = 0; d < shape.size(); ++d) {
-    if (d > 0) text += ", ";
-    text += std::to_string(shape[d]);
-  }
-  return text + "]";
-}
-
 }  // namespace
 
 worker_info const& current_worker_info() noexcept {

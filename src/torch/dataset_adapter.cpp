@@ -1,7 +1,6 @@
 #include "gpufeed/torch/dataset_adapter.hpp"
 
 #include <algorithm>
-#include <sstream>
 #include <string>
 
 #include "gpufeed/torch/tensors.hpp"
@@ -9,12 +8,9 @@
 namespace gpufeed::torch::detail {
 namespace {
 
+// gpufeed::shape_text for a torch shape.
 std::string shape_text(::torch::IntArrayRef shape) {
-  std::ostringstream out;
-  out << '[';
-  for (std::size_t d = 0; d < shape.size(); ++d) out << (d ? ", " : "") << shape[d];
-  out << ']';
-  return out.str();
+  return gpufeed::shape_text(std::span<std::int64_t const>{shape.data(), shape.size()});
 }
 
 void add_field(sample_spec& spec, char const* name, ::torch::Tensor const& t) {
