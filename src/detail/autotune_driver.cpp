@@ -2,13 +2,9 @@
 
 #include <string>
 
-namespace gpufeed::detail {
+#include "gpufeed/detail/units.hpp"
 
-namespace {
-double seconds(std::int64_t ns) noexcept {
-  return static_cast<double>(ns) * 1e-9;
-}
-}  // namespace
+namespace gpufeed::detail {
 
 autotune_driver::autotune_driver(loader_options const& options, autotune_plan const& plan)
     : window_batches_{options.autotune.window_batches} {

@@ -16,10 +16,6 @@ namespace {
 constexpr std::int64_t ring_history_start_interval_ns = 10'000'000;
 // Skipped samples are logged one by one up to this many, so that a bad shard does not flood it.
 constexpr std::uint64_t logged_skips = 20;
-
-double seconds(std::int64_t ns) noexcept {
-  return static_cast<double>(ns) * 1e-9;
-}
 }  // namespace
 
 loader_metrics::loader_metrics(unsigned threads, std::size_t trace_events,

@@ -132,7 +132,6 @@ class loader_core final : public lease_owner,
   void apply(tuned_settings to, std::string const& reason);
   /// The stream next() hands the batch to (CUDA path), or nullopt on the host path.
   [[nodiscard]] std::optional<stream_view> consumer_stream(std::optional<stream_view> given) const;
-  void log_plan() const;
 
   // Member order is construction order: the memory is checked (ring_) before the stage and the
   // slots are allocated, and the workers (pool_) stop before anything they use goes.

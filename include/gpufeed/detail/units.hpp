@@ -24,4 +24,9 @@ inline std::int64_t steady_ns() noexcept {
       .count();
 }
 
+/// Nanoseconds as seconds.
+[[nodiscard]] constexpr double seconds(std::int64_t ns) noexcept {
+  return static_cast<double>(ns) * 1e-9;
+}
+
 }  // namespace gpufeed::detail
