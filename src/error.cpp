@@ -51,12 +51,7 @@ sample_error::sample_error(std::size_t index, std::uint64_t epoch, unsigned work
           {index, epoch, worker, std::move(file), message, std::current_exception()}}} {}
 
 sample_error::sample_error(std::vector<sample_failure> failures)
-    : std::runtime_error{describe(failures)},
-      index_{failures.front().index},
-      epoch_{failures.front().epoch},
-      worker_{failures.front().worker},
-      file_{failures.front().file},
-      failures_{std::move(failures)} {}
+    : std::runtime_error{describe(failures)}, failures_{std::move(failures)} {}
 
 namespace detail {
 void throw_logic_error(char const* condition, std::string const& message, char const* file,

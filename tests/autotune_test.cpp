@@ -332,7 +332,7 @@ TEST(autotune_test, NeverExceedsTheThreadCapOrTheMemoryBudget) {
 
 TEST(autotune_test, TheMemoryBudgetCountsEachSlotsPerSampleLists) {
   // One-byte samples: a slot's batch is 256 bytes (128 samples, padded), its per-sample lists
-  // 128 x 24 bytes. A budget of three slots' whole footprint gives three slots; counting the
+  // 128 x 32 bytes. A budget of three slots' whole footprint gives three slots; counting the
   // batch alone (as it once did) gave the 16 of max_depth, over twelve times the budget.
   // in_memory reads the vector in place: it must outlive the loader.
   std::vector<std::uint8_t> const bytes(4096);
@@ -342,12 +342,12 @@ TEST(autotune_test, TheMemoryBudgetCountsEachSlotsPerSampleLists) {
   o.batch_size = 128;
   o.workers = 1;
   o.prefetch_depth = gpufeed::auto_depth;
-  std::size_t const per_slot = 256 + 128 * 24;
+  std::size_t const per_slot = 256 + 128 * 32;
   o.autotune.memory_budget = 3 * per_slot;
   gpufeed::loader source{data, o};
   auto const s = source.snapshot();
   EXPECT_EQ(s.slot_bytes, 256U);
-  EXPECT_EQ(s.bookkeeping_bytes, s.ring_capacity * 128 * 24);
+  EXPECT_EQ(s.bookkeeping_bytes, s.ring_capacity * 128 * 32);
   EXPECT_EQ(s.ring_capacity, 3U);
   EXPECT_LE(s.host_bytes + s.bookkeeping_bytes, *o.autotune.memory_budget);
 }

@@ -72,6 +72,7 @@ class fake_stage final : public device_stage {
     std::size_t wait = 0;
     std::size_t copy = 0;
     std::size_t hand_off = 0;
+    bool plain = false;  // the hand-off throws std::invalid_argument, as a stage's own check may
   };
 
   fake_stage(slot_layout const& host, std::size_t slots, std::size_t max_slots,
@@ -100,7 +101,10 @@ class fake_stage final : public device_stage {
   }
   void hand_off(std::size_t id, gpufeed::stream_view) override {
     log_->add("hand_off " + std::to_string(id));
-    if (++hand_offs_ == fail_.hand_off) fail_as_cuda("fake: the hand-off failed");
+    if (++hand_offs_ == fail_.hand_off) {
+      if (fail_.plain) throw std::invalid_argument{"fake: the stage refused the stream"};
+      fail_as_cuda("fake: the hand-off failed");
+    }
   }
   void use_on(std::size_t id, gpufeed::stream_view) override {
     log_->add("use_on " + std::to_string(id));
@@ -260,6 +264,27 @@ TEST(device_path_test, AFailedHandOffNamesTheBatchAndIsNotDelivered) {
   EXPECT_EQ(std::vector<std::int64_t>(rows.begin(), rows.end()),
             (std::vector<std::int64_t>{8, 9, 10, 11}));
   EXPECT_EQ(core->snapshot().batches, 2U);
+}
+
+TEST(device_path_test, AnotherExceptionTypeNamesTheBatchAndKeepsTheOriginalNested) {
+  auto log = std::make_shared<event_log>();
+  auto data = std::make_shared<echo_dataset>(24);
+  auto core = core_with(data, small_options(4, 2), log, {.hand_off = 1, .plain = true});
+  try {
+    (void)core->next();
+    FAIL() << "the first hand-off fails";
+  } catch (std::runtime_error const& e) {
+    std::string const what = e.what();
+    EXPECT_NE(what.find("batch 0 of epoch 0 (ring slot "), std::string::npos) << what;
+    EXPECT_NE(what.find("fake: the stage refused the stream"), std::string::npos) << what;
+    try {
+      std::rethrow_if_nested(e);
+      ADD_FAILURE() << "the stage's own exception was not kept nested";
+    } catch (std::invalid_argument const& original) {
+      EXPECT_EQ(std::string{original.what()}, "fake: the stage refused the stream");
+    }
+  }
+  EXPECT_EQ(core->snapshot().failed_batches, 1U);
 }
 
 TEST(device_path_test, AFailedCopyStopsTheLoaderNamingTheBatch) {

@@ -164,7 +164,7 @@ TEST(loader_lifetime_test, HeldBatchesGrowTheRingWithOneWarning) {
 }
 
 TEST(loader_lifetime_test, HeldBatchesStopAtTheBudgetWithAClearError) {
-  // Small samples in large batches: each slot's per-sample lists (24 bytes a sample) weigh as
+  // Small samples in large batches: each slot's per-sample lists (32 bytes a sample) weigh as
   // much as its batch, and the budget must count them (it once counted the batch alone, and let
   // the ring grow to 8 slots here).
   auto data = std::make_shared<echo_dataset>(640);
@@ -172,7 +172,7 @@ TEST(loader_lifetime_test, HeldBatchesStopAtTheBudgetWithAClearError) {
   o.prefetch_depth = 2;
   auto const probe = loader{data, o}.snapshot();
   auto const per_slot = probe.slot_bytes + probe.bookkeeping_bytes / probe.ring_capacity;
-  ASSERT_EQ(probe.bookkeeping_bytes, probe.ring_capacity * 64 * 24);
+  ASSERT_EQ(probe.bookkeeping_bytes, probe.ring_capacity * 64 * 32);
   o.held_batches_budget = 5 * per_slot;  // room for five slots, lists included
   ASSERT_GE(*o.held_batches_budget / probe.slot_bytes, 8U) << "the test tells nothing";
   loader l{data, o};

@@ -847,9 +847,9 @@ TEST(loader_test, StatsMatchWhatWasConsumed) {
   // Each field's region of 4 samples padded to 256 bytes: index 32, context 96, payload 64.
   EXPECT_EQ(s.slot_bytes, 3U * 256U);
   EXPECT_EQ(s.host_bytes, s.ring_slots * s.slot_bytes);
-  // Per slot and sample: its index, a failure record and a skip entry.
-  EXPECT_EQ(s.bookkeeping_bytes,
-            s.ring_slots * 4 * (2 * sizeof(std::size_t) + sizeof(std::exception_ptr)));
+  // Per slot and sample: its index (8 bytes), a failure record (the exception and the worker: 16)
+  // and a skip entry (8).
+  EXPECT_EQ(s.bookkeeping_bytes, s.ring_slots * 4 * 32);
   EXPECT_EQ(s.pinned_bytes, 0U);  // the host path pins nothing
   EXPECT_EQ(s.staging, "host");
   EXPECT_EQ(s.device, -1);

@@ -382,7 +382,7 @@ gpufeed::detail::slot_layout one_byte_layout(std::size_t batch_size) {
 TEST(ring_memory_test, ASlotCountsItsBatchAndItsPerSampleLists) {
   auto const layout = one_byte_layout(1000);
   EXPECT_EQ(layout.slot_bytes(), 1024U);
-  EXPECT_EQ(gpufeed::detail::slot_footprint(layout), 1024U + 1000U * 24U);
+  EXPECT_EQ(gpufeed::detail::slot_footprint(layout), 1024U + 1000U * 32U);
   EXPECT_THROW((void)gpufeed::detail::slot_bookkeeping_bytes(SIZE_MAX / 8), gpufeed::logic_error);
 }
 

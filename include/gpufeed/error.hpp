@@ -77,20 +77,16 @@ class sample_error : public std::runtime_error, public std::nested_exception {
   /// @brief Every failed sample of one batch (at least one), in batch order.
   /// @throws std::invalid_argument if `failures` is empty.
   explicit sample_error(std::vector<sample_failure> failures);
-  [[nodiscard]] std::size_t index() const noexcept { return index_; }
-  [[nodiscard]] std::uint64_t epoch() const noexcept { return epoch_; }
-  [[nodiscard]] unsigned worker() const noexcept { return worker_; }
+  [[nodiscard]] std::size_t index() const noexcept { return failures_.front().index; }
+  [[nodiscard]] std::uint64_t epoch() const noexcept { return failures_.front().epoch; }
+  [[nodiscard]] unsigned worker() const noexcept { return failures_.front().worker; }
   /// @brief The file the dataset named, or an empty string.
-  [[nodiscard]] std::string const& file() const noexcept { return file_; }
+  [[nodiscard]] std::string const& file() const noexcept { return failures_.front().file; }
   /// @brief Every failed sample of the batch, in batch order (one for a single failure).
   [[nodiscard]] std::span<sample_failure const> failures() const noexcept { return failures_; }
 
  private:
-  std::size_t index_;
-  std::uint64_t epoch_;
-  unsigned worker_;
-  std::string file_;
-  std::vector<sample_failure> failures_;
+  std::vector<sample_failure> failures_;  // never empty (the constructors refuse it)
 };
 
 /// @brief A batch did not arrive within `loader_options::timeout`. Names the sample that is late.

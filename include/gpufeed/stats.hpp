@@ -55,7 +55,7 @@ struct stats {
   std::size_t host_bytes = 0;    ///< host memory held by the ring (slots x slot bytes)
   std::size_t pinned_bytes = 0;  ///< of which page-locked (0 on the host path)
   /// Host memory the ring keeps beside the batches: per slot, batch_size dataset indices,
-  /// failure records and skip entries (24 bytes per sample). Counted with host_bytes in the
+  /// failure records and skip entries (32 bytes per sample). Counted with host_bytes in the
   /// autotuner's memory budget and in loader_options::held_batches_budget.
   std::size_t bookkeeping_bytes = 0;
   unsigned workers = 0;  ///< workers taking work (the active count when workers = auto)

@@ -15,37 +15,25 @@
 namespace gpufeed::detail {
 
 namespace {
-// Wraps the exception being handled in a sample_error. Must be called inside a catch block:
-// sample_error captures the current exception as its nested one.
-std::exception_ptr wrap_current(std::size_t index, std::uint64_t epoch, unsigned worker) {
-  std::string message = "unknown exception (not derived from std::exception)";
-  std::string file;
+// What the dataset's exception says: its message, and the file when it named one.
+sample_failure describe(read_failure const& failed, std::size_t index, std::uint64_t epoch) {
+  sample_failure f{
+      index,       epoch, failed.worker, {}, "unknown exception (not derived from std::exception)",
+      failed.cause};
   try {
-    throw;
+    std::rethrow_exception(failed.cause);
   } catch (file_error const& e) {
-    message = e.what();
-    file = e.path();
+    f.message = e.what();
+    f.file = e.path();
   } catch (std::exception const& e) {
-    message = e.what();
+    f.message = e.what();
   } catch (...) {
   }
-  return std::make_exception_ptr(sample_error{index, epoch, worker, message, std::move(file)});
+  return f;
 }
 
 // One sample_error for every failed sample of a batch, the first failure's cause nested.
-std::exception_ptr gather(std::vector<std::exception_ptr> const& failed) {
-  if (failed.size() == 1) {
-    return failed.front();
-  }
-  std::vector<sample_failure> failures;
-  failures.reserve(failed.size());
-  for (auto const& error : failed) {
-    try {
-      std::rethrow_exception(error);
-    } catch (sample_error const& e) {
-      failures.push_back(e.failures().front());
-    }
-  }
+std::exception_ptr gather(std::vector<sample_failure> failures) {
   try {
     std::rethrow_exception(failures.front().cause);
   } catch (...) {
@@ -103,11 +91,11 @@ void batch_filler::read_one(slot& s, std::size_t position, unsigned worker) {
   nvtx_range const range{"gpufeed: read"};
   // Normally settle() has cleared it, but a batch cancelled before its last read never gets
   // there, and its failures must not pass to the slot's next batch.
-  s.errors[position] = nullptr;
+  s.failures[position] = {};
   try {
     data_.read(index, sample_view{layout_, s.memory, position}, ctx);
   } catch (...) {
-    s.errors[position] = wrap_current(index, epoch, worker);
+    s.failures[position] = {std::current_exception(), worker};
   }
   metrics_.read_finished(worker, begin, steady_ns(), index, s.at.sequence);
 }
@@ -115,10 +103,10 @@ void batch_filler::read_one(slot& s, std::size_t position, unsigned worker) {
 void batch_filler::settle(slot& s) {
   s.skipped.clear();
   s.error = nullptr;
-  std::vector<std::exception_ptr> failed;  // error_policy::raise: allocated only on a failure
+  std::vector<sample_failure> failed;  // error_policy::raise: allocated only on a failure
   std::size_t kept = 0;
   for (std::size_t p = 0; p < s.count; ++p) {
-    if (!s.errors[p]) {
+    if (!s.failures[p].cause) {
       if (kept != p) {  // close the gap left by a skipped sample (only after a skip)
         for (std::size_t f = 0; f < layout_.spec().size(); ++f) {
           std::memmove(layout_.locate(s.memory, f, kept), layout_.locate(s.memory, f, p),
@@ -130,16 +118,16 @@ void batch_filler::settle(slot& s) {
       continue;
     }
     if (options_.on_error == error_policy::raise) {
-      failed.push_back(s.errors[p]);
+      failed.push_back(describe(s.failures[p], s.indices[p], s.at.epoch));
       ++kept;  // the batch is not delivered; nothing to compact
     } else {
       s.skipped.push_back(s.indices[p]);
     }
     // Released here, before the consumer can see the batch: s.error may still hold it.
-    s.errors[p] = nullptr;
+    s.failures[p] = {};
   }
   if (!failed.empty()) {
-    s.error = gather(failed);
+    s.error = gather(std::move(failed));
   }
   s.delivered = kept;
 }

@@ -45,7 +45,9 @@ void device_path::rethrow_naming(std::string const& what) {
   } catch (logic_error const& e) {
     throw logic_error{what + ": " + e.what()};
   } catch (std::exception const& e) {
-    throw std::runtime_error{what + ": " + e.what()};
+    // Another type cannot be rebuilt with the batch named: the original stays nested, so that a
+    // caller can still reach it (std::rethrow_if_nested).
+    std::throw_with_nested(std::runtime_error{what + ": " + e.what()});
   }
 }
 

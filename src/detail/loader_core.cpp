@@ -159,14 +159,10 @@ void loader_core::make_room(std::unique_lock<std::mutex>& lock) {
   if (tuner_.tunes_depth() && ring_.depth() < ring_.size()) {
     // The consumer holds every slot in use: an automatic depth makes room for one more.
     auto const held = ring_.count(slot::state::leased);
-    tuned_settings const before{pool_.active_locked(), ring_.depth()};
-    auto const line = tuner_.change(
-        before, {before.workers, before.depth + 1},
-        "the consumer holds " + std::to_string(held) + " batches at once, every slot in use",
-        metrics_.batches());
-    ring_.deepen(before.depth + 1);
-    pool_.work_appeared_locked();
-    lock.unlock();
+    auto const line = apply_locked(
+        {pool_.active_locked(), ring_.depth() + 1},
+        "the consumer holds " + std::to_string(held) + " batches at once, every slot in use");
+    lock.unlock();  // no log call under the loader's mutex
     logger()->info("{}", line);
     lock.lock();
     return;
@@ -178,20 +174,23 @@ void loader_core::make_room(std::unique_lock<std::mutex>& lock) {
 }
 
 void loader_core::apply(tuned_settings to, std::string const& reason) {
-  std::string line;
-  {
-    std::lock_guard const lock{mutex_};
-    tuned_settings const before{pool_.active_locked(), ring_.depth()};
-    line = tuner_.change(before, to, reason, metrics_.batches());
-    if (to.workers != before.workers) {
-      pool_.set_active_locked(to.workers);
-    }
-    if (to.depth != before.depth) {
-      ring_.deepen(to.depth);
-      pool_.work_appeared_locked();  // a slot more to fill
-    }
-  }
+  std::unique_lock lock{mutex_};
+  auto const line = apply_locked(to, reason);
+  lock.unlock();
   logger()->info("{}", line);
+}
+
+std::string loader_core::apply_locked(tuned_settings to, std::string const& reason) {
+  tuned_settings const before{pool_.active_locked(), ring_.depth()};
+  auto line = tuner_.change(before, to, reason, metrics_.batches());
+  if (to.workers != before.workers) {
+    pool_.set_active_locked(to.workers);
+  }
+  if (to.depth != before.depth) {
+    ring_.deepen(to.depth);
+    pool_.work_appeared_locked();  // a slot more to fill
+  }
+  return line;
 }
 
 // ---- leases -------------------------------------------------------------------------------------

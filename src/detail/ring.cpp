@@ -51,6 +51,7 @@ ring::ring(epoch_source const& epochs, std::vector<std::unique_ptr<slot>> slots,
            std::size_t max_slots, std::size_t depth)
     : epochs_{epochs}, max_slots_{std::max(max_slots, slots.size())}, depth_{depth} {
   slots_.reserve(max_slots_);
+  prepared_.reserve(max_slots_);
   for (auto& s : slots) {
     ++counts_[index_of(s->status)];
     slots_.push_back(std::move(s));
@@ -262,7 +263,10 @@ std::string ring::violation() const {
     return "rule 2: depth " + std::to_string(depth_) + " outside 1 .. " +
            std::to_string(slots_.size());
   }
-  std::vector<cursor> prepared;
+  // The scratch list is reserved for every slot at construction: checked after every transition,
+  // under the loader's mutex, the walk allocates nothing unless it finds a broken rule.
+  auto& prepared = prepared_;
+  prepared.clear();
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     auto const& s = *slots_[i];
     if (s.id != i) {

@@ -56,7 +56,7 @@ slot::slot(std::size_t position, std::byte* external, std::size_t bytes, std::si
            std::size_t batch_size)
     : id{position},
       indices(sample_list<std::size_t>(batch_size, true)),
-      errors(sample_list<std::exception_ptr>(batch_size, true)),
+      failures(sample_list<read_failure>(batch_size, true)),
       skipped(sample_list<std::size_t>(batch_size, false)),
       memory{external} {
   if (memory == nullptr) {

@@ -1,8 +1,9 @@
 #pragma once
 // Filling a batch: a worker claims samples of a slot's batch, reads each straight into the slot
-// (dataset::read), wraps a failed read in a sample_error naming the sample, and the worker that
-// reads the batch's last sample completes it: closes the gaps of skipped samples, gathers every
-// failure under error_policy::raise, and queues the batch's copy on the CUDA path. Publishing
+// (dataset::read), keeps a failed read's exception beside it, and the worker that reads the
+// batch's last sample completes it: closes the gaps of skipped samples, or (error_policy::raise)
+// builds one sample_error naming every failed sample, and queues the batch's copy on the CUDA
+// path. Publishing
 // the completed batch to the consumer is the caller's.
 
 #include <atomic>

@@ -70,7 +70,8 @@ class device_path {
   /// "<who()>, <doing>: " before its message.
   template <class Step, class Who>
   void enter(Step const& step, Who const& who, char const* doing);
-  /// Rethrows the exception being handled with `what` before its message, keeping its type.
+  /// Rethrows the exception being handled with `what` before its message, keeping its type
+  /// (gpufeed's errors); another std::exception becomes a runtime_error with it nested.
   [[noreturn]] static void rethrow_naming(std::string const& what);
 
   std::unique_ptr<device_stage> stage_;

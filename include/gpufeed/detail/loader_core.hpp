@@ -130,6 +130,8 @@ class loader_core final : public lease_owner,
   /// Makes `to` the active workers and depth (an autotune change) under the mutex; logs the
   /// change once the mutex is released.
   void apply(tuned_settings to, std::string const& reason);
+  /// apply()'s change with the mutex held; returns the line to log once it is released.
+  [[nodiscard]] std::string apply_locked(tuned_settings to, std::string const& reason);
   /// The stream next() hands the batch to (CUDA path), or nullopt on the host path.
   [[nodiscard]] std::optional<stream_view> consumer_stream(std::optional<stream_view> given) const;
 

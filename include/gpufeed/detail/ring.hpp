@@ -123,7 +123,8 @@ class ring {
   [[nodiscard]] ring_occupancy occupancy() const noexcept;
   [[nodiscard]] std::uint64_t generation() const noexcept { return generation_; }
 
-  /// The first rule above that does not hold, described; empty when all hold. O(slots log slots).
+  /// The first rule above that does not hold, described; empty when all hold. O(slots log slots);
+  /// allocates only to describe a broken rule.
   [[nodiscard]] std::string violation() const;
 
  private:
@@ -140,8 +141,9 @@ class ring {
   std::size_t grown_ = 0;
   std::array<std::size_t, 4> counts_{};  // per slot::state
   std::uint64_t generation_ = 0;
-  cursor producer_;  // the next batch to start
-  cursor consumer_;  // the next batch next() returns
+  cursor producer_;                       // the next batch to start
+  cursor consumer_;                       // the next batch next() returns
+  mutable std::vector<cursor> prepared_;  // violation()'s scratch, reserved for max_slots
 };
 
 }  // namespace gpufeed::detail

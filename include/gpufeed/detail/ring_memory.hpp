@@ -17,9 +17,9 @@
 namespace gpufeed::detail {
 
 /// Bytes a slot keeps per sample beside the batch itself: its dataset index, a failure record and
-/// a skip entry (slot::indices, errors, skipped), each sized batch_size once.
+/// a skip entry (slot::indices, failures, skipped), each sized batch_size once.
 inline constexpr std::size_t bookkeeping_bytes_per_sample =
-    2 * sizeof(std::size_t) + sizeof(std::exception_ptr);
+    2 * sizeof(std::size_t) + sizeof(read_failure);
 
 /// The most slots a ring may have, grown or not (as loader_options::prefetch_depth's maximum).
 inline constexpr std::size_t ring_slots_limit = 4096;

@@ -42,6 +42,13 @@ static_assert(offsetof(slot_claims, cancelled) - offsetof(slot_claims, remaining
               cache_line_bytes);
 static_assert(sizeof(slot_claims) == 3 * cache_line_bytes, "the last counter has its line alone");
 
+/// A read that threw: the dataset's exception as it was thrown, and the worker that read. The
+/// sample_error naming the sample is built from it once, when the batch completes.
+struct read_failure {
+  std::exception_ptr cause;  // null: the read succeeded
+  unsigned worker = 0;
+};
+
 struct slot {
   enum class state : std::uint8_t { free, filling, ready, leased };
 
@@ -64,15 +71,15 @@ struct slot {
   unsigned attached = 0;  // workers filling it right now
   std::size_t grain = 1;  // samples per claim; stable while a worker is attached
 
-  // The workers' (batch_fill.cpp). Position p of `indices` and `errors` is written only by the
+  // The workers' (batch_fill.cpp). Position p of `indices` and `failures` is written only by the
   // worker that claimed p, and read by whoever completes the slot (the acq_rel decrement of
   // claims.remaining orders them); the rest is written by the completing worker, which holds the
   // slot alone then. Sized batch_size once.
   std::vector<std::size_t> indices;
-  std::vector<std::exception_ptr> errors;  // set for a failed read, null otherwise
-  std::vector<std::size_t> skipped;        // capacity batch_size; filled at completion
-  std::size_t delivered = 0;               // samples left after skipped ones are removed
-  std::exception_ptr error;                // every failed sample's, under error_policy::raise
+  std::vector<read_failure> failures;  // a failed read's cause, null otherwise
+  std::vector<std::size_t> skipped;    // capacity batch_size; filled at completion
+  std::size_t delivered = 0;           // samples left after skipped ones are removed
+  std::exception_ptr error;            // every failed sample's, under error_policy::raise
   slot_claims claims;
 
   // next()'s: what the batch holding the slot sees, written when the slot is leased.
