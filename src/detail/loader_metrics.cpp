@@ -104,16 +104,19 @@ void loader_metrics::timed_out(consumer_wait const& wait) {
   record_wait(wait);
 }
 
-void loader_metrics::sample_ring_locked(std::int64_t to_ns, ring_occupancy seen) {
-  ready_sum_ += static_cast<double>(seen.ready);
+void loader_metrics::found(std::int64_t to_ns, ring_occupancy seen) {
+  ready_sum_.fetch_add(seen.ready, std::memory_order_relaxed);
   auto const t = std::max<std::int64_t>(to_ns - started_ns_, 1);
-  if (first_batch_ns_ == 0) {
-    first_batch_ns_ = t;
-    first_wait_ns_ = static_cast<std::int64_t>(consumer_wait_time_.total_ns());  // timeouts too
+  if (first_batch_ns_.load(std::memory_order_relaxed) == 0) {
+    // Timeouts before it count in its wait too.
+    first_wait_ns_.store(static_cast<std::int64_t>(consumer_wait_time_.total_ns()),
+                         std::memory_order_relaxed);
+    first_batch_ns_.store(t, std::memory_order_release);  // after first_wait_ns_
   }
   if (t < ring_next_ns_) {
-    return;
+    return;  // the common case: no lock
   }
+  std::lock_guard const lock{mutex_};
   if (ring_history_.size() == stats::ring_history_capacity) {
     // Full: keep every other sample and halve the rate, so the history spans the whole run.
     for (std::size_t i = 0; 2 * i < ring_history_.size(); ++i) {
@@ -130,21 +133,20 @@ void loader_metrics::sample_ring_locked(std::int64_t to_ns, ring_occupancy seen)
 
 void loader_metrics::delivered(consumer_wait const& wait, ring_occupancy seen, lease const& held) {
   record_wait(wait);
-  std::uint64_t skipped_before = 0;
-  {
+  found(wait.to_ns, seen);
+  samples_.fetch_add(held.size, std::memory_order_relaxed);
+  std::uint64_t const skipped_before =
+      skipped_.fetch_add(held.skipped.size(), std::memory_order_relaxed);
+  if (!held.skipped.empty()) {
     std::lock_guard const lock{mutex_};
-    sample_ring_locked(wait.to_ns, seen);
-    samples_ += held.size;
-    skipped_before = skipped_;
-    skipped_ += held.skipped.size();
     for (auto index : held.skipped) {
       if (skipped_list_.size() == max_listed_skips_) {
         break;
       }
       skipped_list_.push_back(index);
     }
-    batches_.fetch_add(1, std::memory_order_relaxed);
   }
+  batches_.fetch_add(1, std::memory_order_relaxed);
   // Logged with no lock held: say it, but do not flood the log when a whole shard is bad.
   for (std::size_t k = 0; k < held.skipped.size() && skipped_before + k < logged_skips; ++k) {
     logger()->warn("skipped sample {} (epoch {}, batch {}); {} skipped so far", held.skipped[k],
@@ -154,9 +156,8 @@ void loader_metrics::delivered(consumer_wait const& wait, ring_occupancy seen, l
 
 void loader_metrics::raised(consumer_wait const& wait, ring_occupancy seen) {
   record_wait(wait);
-  std::lock_guard const lock{mutex_};
-  sample_ring_locked(wait.to_ns, seen);
-  ++failed_batches_;
+  found(wait.to_ns, seen);
+  failed_batches_.fetch_add(1, std::memory_order_relaxed);
 }
 
 // ---- reading it ---------------------------------------------------------------------------------
@@ -174,21 +175,25 @@ void loader_metrics::add_to(stats& out) const {
   out.slot_wait = slot_waits.summary();
   out.slot_wait_s = out.slot_wait.total_s;
   out.worker_threads = threads_;
-  std::lock_guard const lock{mutex_};
   out.wall_s = seconds(steady_ns() - started_ns_);
+  // Each counter on its own: a snapshot taken while next() delivers may count a batch in one
+  // and not yet in another.
   out.batches = batches_.load(std::memory_order_relaxed);
-  out.samples = samples_;
-  out.skipped = skipped_;
-  out.failed_batches = failed_batches_;
-  out.skipped_indices = skipped_list_;
-  auto const seen = out.batches + failed_batches_;  // every next() that added to ready_sum_
-  out.ring_ready_mean = seen > 0 ? ready_sum_ / static_cast<double>(seen) : 0.0;
+  out.samples = samples_.load(std::memory_order_relaxed);
+  out.skipped = skipped_.load(std::memory_order_relaxed);
+  out.failed_batches = failed_batches_.load(std::memory_order_relaxed);
+  auto const seen = out.batches + out.failed_batches;  // every next() that added to ready_sum_
+  out.ring_ready_mean = seen > 0 ? static_cast<double>(ready_sum_.load(std::memory_order_relaxed)) /
+                                       static_cast<double>(seen)
+                                 : 0.0;
   latency_counts waits;
   consumer_wait_time_.read_into(waits);
   out.consumer_wait = waits.summary();
   out.consumer_wait_s = out.consumer_wait.total_s;
-  out.first_batch_s = seconds(first_batch_ns_);
-  out.first_wait_s = seconds(first_wait_ns_);
+  out.first_batch_s = seconds(first_batch_ns_.load(std::memory_order_acquire));
+  out.first_wait_s = seconds(first_wait_ns_.load(std::memory_order_relaxed));
+  std::lock_guard const lock{mutex_};
+  out.skipped_indices = skipped_list_;
   out.ring_history = ring_history_;
   out.ring_history_interval_s = seconds(ring_interval_ns_);
 }

@@ -87,33 +87,27 @@ dtype from_torch_dtype(::torch::Dtype type) {
 }
 
 namespace {
-// The lease behind `b`'s tensors, and its device (-1 on the host), for use_on.
-std::shared_ptr<batch> lease_of(std::weak_ptr<batch> const& lease) {
-  auto held = lease.lock();
+// Declares that `stream_of(device)` reads the batch behind `lease` (batch::use_on), where the
+// batch is in device memory. The device is the lease's own, not guessed from the tensors a
+// caller may have replaced or moved.
+template <class StreamOf>
+void declare_use(std::weak_ptr<batch> const& lease, StreamOf const& stream_of) {
+  auto const held = lease.lock();
   GPUFEED_EXPECTS(held != nullptr,
                   "gpufeed::torch: use_on on a batch whose tensors are all gone (the slot is back "
                   "in the ring); declare the stream while the batch's tensors are alive");
-  return held;
-}
-int device_of(tensor_batch const& b) {
-  return b.fields.empty() || !b.fields.front().is_cuda()
-             ? -1
-             : static_cast<int>(b.fields.front().get_device());
+  auto const device = held->fields() == 0 ? -1 : held->field(0).device();
+  if (device < 0) return;  // host memory: no stream reads it before the slot is refilled
+  held->use_on(stream_of(device));
 }
 }  // namespace
 
 void tensor_batch::use_on(::c10::Stream stream) const {
-  auto const held = lease_of(lease_);
-  auto const device = device_of(*this);
-  if (device < 0) return;  // host memory: no stream reads it before the slot is refilled
-  held->use_on(detail::cuda_stream_of(stream, device));
+  declare_use(lease_, [&](int device) { return detail::cuda_stream_of(stream, device); });
 }
 
 void tensor_batch::use_on_current_stream() const {
-  auto const held = lease_of(lease_);
-  auto const device = device_of(*this);
-  if (device < 0) return;
-  held->use_on(detail::current_stream(device));
+  declare_use(lease_, [](int device) { return detail::current_stream(device); });
 }
 
 tensor_batch to_tensors(batch&& b) {

@@ -228,9 +228,11 @@ TEST(torch_loader_test, UseOnAfterEveryTensorIsGoneSaysSo) {
 
 #if GPUFEED_TORCH_WITH_CUDA
 // Owed on a GPU (compiled only where libtorch has CUDA): a slot is refilled only after the work
-// queued on every stream declared with use_on, not only the one current at next().
-TEST(torch_loader_test, ReleaseWaitsForEveryDeclaredStream) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: owed on a GPU machine";
+// queued on every stream declared with use_on, not only the one current at next(). With
+// `through_a_shell` the stream is declared through a copy of the batch whose tensors were
+// dropped: the device is the lease's, not guessed from the tensors (it once was, and such a
+// declaration was skipped as if the batch were on the host).
+void expect_release_waits_for_the_declared_stream(bool through_a_shell) {
   auto loader = gt::make_data_loader<SequentialSampler>(
       index_dataset{64}.map(Stack<>()),
       gt::data_loader_options{8}.device(0).prefetch_depth(1).held_batches_budget(0));
@@ -240,7 +242,10 @@ TEST(torch_loader_test, ReleaseWaitsForEveryDeclaredStream) {
     auto b = loader->next();  // handed to the current (default) stream
     ASSERT_TRUE(b.has_value());
     c10::cuda::CUDAStreamGuard const guard{side};
-    b->use_on(side);
+    gt::tensor_batch shell = *b;
+    shell.data = shell.target = torch::Tensor{};
+    shell.fields.clear();
+    (through_a_shell ? shell : *b).use_on(side);
     at::cuda::sleep(1LL << 31);  // a long spin on the side stream, then the read
     seen = b->data.clone();
   }  // released: the only slot's next copy must wait for the side stream's read
@@ -248,6 +253,16 @@ TEST(torch_loader_test, ReleaseWaitsForEveryDeclaredStream) {
   ASSERT_TRUE(next.has_value());
   side.synchronize();
   EXPECT_EQ(indices_in(seen.cpu()), (std::vector<std::int64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+}
+
+TEST(torch_loader_test, ReleaseWaitsForEveryDeclaredStream) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: owed on a GPU machine";
+  expect_release_waits_for_the_declared_stream(/*through_a_shell=*/false);
+}
+
+TEST(torch_loader_test, UseOnTakesTheDeviceFromTheBatchNotItsTensors) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: owed on a GPU machine";
+  expect_release_waits_for_the_declared_stream(/*through_a_shell=*/true);
 }
 
 TEST(torch_loader_test, UseOnRefusesAStreamOfAnotherDevice) {
@@ -260,8 +275,9 @@ TEST(torch_loader_test, UseOnRefusesAStreamOfAnotherDevice) {
 }
 #else
 TEST(torch_loader_test, CudaStreamsAreOwedOnAGpu) {
-  GTEST_SKIP() << "gpufeed::torch is built without CUDA here: ReleaseWaitsForEveryDeclaredStream "
-                  "and UseOnRefusesAStreamOfAnotherDevice run where libtorch has CUDA and a GPU";
+  GTEST_SKIP() << "gpufeed::torch is built without CUDA here: ReleaseWaitsForEveryDeclaredStream, "
+                  "UseOnTakesTheDeviceFromTheBatchNotItsTensors and "
+                  "UseOnRefusesAStreamOfAnotherDevice run where libtorch has CUDA and a GPU";
 }
 #endif
 

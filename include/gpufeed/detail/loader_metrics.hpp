@@ -2,8 +2,9 @@
 // What the loader measures about itself: per-stage latency histograms, what each worker is
 // reading now, the consumer's counters, the ring's history, the optional trace, and the stats
 // snapshot made of them. Reached through a few hooks: workers call theirs without any lock (each
-// writes only its own entry), and the consumer's go under this class's own mutex, never the
-// ring's, so that a snapshot taken from another thread does not hold up workers or the consumer.
+// writes only its own entry), and the consumer's are counters of its own with no lock, except
+// this class's own mutex (never the ring's) for the lists a snapshot copies: the skipped indices
+// and the ring's history, touched only when there is a skip or a history sample is due.
 
 #include <atomic>
 #include <cstddef>
@@ -69,7 +70,7 @@ class loader_metrics {
   /// The read in progress on `s` that started first, if any.
   [[nodiscard]] std::optional<read_in_progress> oldest_read_on(slot const* s) const noexcept;
 
-  // ---- the consumer: one thread, this class's mutex ----
+  // ---- the consumer: one thread ----
   /// next() gave up waiting (a timeout): the batch is still to come.
   void timed_out(consumer_wait const& wait);
   /// next() delivered `held` after `wait`, the ring as `seen` when it found the batch ready.
@@ -103,8 +104,9 @@ class loader_metrics {
  private:
   /// The wait's histogram and trace span (the consumer thread only; no lock).
   void record_wait(consumer_wait const& wait) noexcept;
-  /// The first batch's times and the ring's history (under mutex_).
-  void sample_ring_locked(std::int64_t to_ns, ring_occupancy seen);
+  /// next() found its batch at `to_ns` with the ring as `seen`: the mean occupancy, the first
+  /// batch's times, and the ring's history (under mutex_, only when a sample is due).
+  void found(std::int64_t to_ns, ring_occupancy seen);
 
   unsigned threads_;
   std::int64_t started_ns_;
@@ -112,19 +114,21 @@ class loader_metrics {
   std::unique_ptr<trace_recorder> trace_;  // null unless tracing
   std::size_t max_listed_skips_;
   latency_histogram consumer_wait_time_;  // the consumer's waits (one writer); its total is theirs
+
+  // The consumer's counters: written by next() only, read by snapshots, no lock.
   std::atomic<std::uint64_t> batches_{0};
+  std::atomic<std::uint64_t> samples_{0};
+  std::atomic<std::uint64_t> skipped_{0};
+  std::atomic<std::uint64_t> failed_batches_{0};
+  std::atomic<std::uint64_t> ready_sum_{0};      // ring_occupancy::ready summed over next()s
+  std::atomic<std::int64_t> first_batch_ns_{0};  // since construction; 0 until the first batch
+  std::atomic<std::int64_t> first_wait_ns_{0};   // written before first_batch_ns_
+  std::int64_t ring_next_ns_ = 0;                // since construction; the consumer's own (no lock)
 
   mutable std::mutex mutex_;  // guards what follows; never held with the ring's mutex
-  std::uint64_t samples_ = 0;
-  std::uint64_t skipped_ = 0;
-  std::uint64_t failed_batches_ = 0;
   std::vector<std::size_t> skipped_list_;
-  double ready_sum_ = 0;             // ring_occupancy::ready summed over batches found ready
-  std::int64_t first_batch_ns_ = 0;  // since construction; 0 until the first batch
-  std::int64_t first_wait_ns_ = 0;
   std::vector<ring_sample> ring_history_;  // capacity reserved at construction
   std::int64_t ring_interval_ns_;
-  std::int64_t ring_next_ns_ = 0;  // since construction
 };
 
 }  // namespace gpufeed::detail
