@@ -5,8 +5,12 @@
 #include <array>
 #include <atomic>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
+#include <span>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "gpufeed/error.hpp"
 
@@ -633,78 +637,134 @@ std::uint8_t* rgbx_buffer::reset(int width, int height) {
   return bytes_.data();
 }
 
-void resize_rgbx_to_rgb(rgbx_view const& source, crop_area const& area, std::span<std::uint8_t> out,
-                        int out_width, int out_height, bool mirror) {
-  GPUFEED_EXPECTS(out_width > 0 && out_height > 0 &&
-                      out.size() == 3 * static_cast<std::size_t>(out_width) *
-                                        static_cast<std::size_t>(out_height),
-                  "resize_rgbx_to_rgb: the output has the wrong size");
-  GPUFEED_EXPECTS(area.width > 0 && area.height > 0 && area.x >= 0 && area.y >= 0 &&
-                      area.x + area.width <= source.width + 1e-6 &&
-                      area.y + area.height <= source.height + 1e-6,
-                  "resize_rgbx_to_rgb: the crop is not inside the image");
-  // The whole pixels the area touches: the window the filters read from.
-  int const x0 = std::min(static_cast<int>(std::floor(area.x)), source.width - 1);
-  int const y0 = std::min(static_cast<int>(std::floor(area.y)), source.height - 1);
-  int const x1 =
-      std::clamp(static_cast<int>(std::ceil(area.x + area.width - 1e-9)), x0 + 1, source.width);
-  int const y1 =
-      std::clamp(static_cast<int>(std::ceil(area.y + area.height - 1e-9)), y0 + 1, source.height);
-  int const cols = x1 - x0;
-  int const rows = y1 - y0;
-  if (cols == out_width && rows == out_height && is_copy(area, out_width, out_height)) {
-    for (int r = 0; r < out_height; ++r) {  // nothing to filter: a copy
-      active().copy_row(
-          source.data + static_cast<std::size_t>(y0 + r) * source.stride +
-              4 * static_cast<std::size_t>(x0),
-          out_width, mirror,
-          out.data() + 3 * static_cast<std::size_t>(out_width) * static_cast<std::size_t>(r));
-    }
-    return;
-  }
+namespace {
 
-  thread_local axis_taps vertical;
-  thread_local axis_taps horizontal;
-  thread_local q7_rows widened;
-  thread_local q7_rows down;
-  thread_local q7_rows across;
-  thread_local q7_rows filtered;
-  make_taps(vertical, area.y - y0, area.height, rows, out_height);
-  make_taps(horizontal, area.x - x0, area.width, cols, out_width);
+// The whole samples that `area` (image pixels) touches in a plane of `width` x `height` samples,
+// each covering `x_step` x `y_step` pixels (1 x 1: RGBX pixels, or full-resolution planes): the
+// window the filters read from, and the area in the window's samples.
+struct sample_window {
+  int x0 = 0;
+  int y0 = 0;
+  int cols = 0;
+  int rows = 0;
+  crop_area area;
+};
+
+sample_window window_of(crop_area const& area, int width, int height, int x_step, int y_step) {
+  double const ax = area.x / x_step;
+  double const ay = area.y / y_step;
+  double const aw = area.width / x_step;
+  double const ah = area.height / y_step;
+  sample_window w;
+  w.x0 = std::clamp(static_cast<int>(std::floor(ax)), 0, width - 1);
+  w.y0 = std::clamp(static_cast<int>(std::floor(ay)), 0, height - 1);
+  w.cols = std::clamp(static_cast<int>(std::ceil(ax + aw - 1e-9)), w.x0 + 1, width) - w.x0;
+  w.rows = std::clamp(static_cast<int>(std::ceil(ay + ah - 1e-9)), w.y0 + 1, height) - w.y0;
+  // Within the window's samples (a subsampled plane's last one may cover the image's edge only
+  // in part).
+  double const x = ax - w.x0;
+  double const y = ay - w.y0;
+  w.area = {x, y, std::min(aw, w.cols - x), std::min(ah, w.rows - y)};
+  return w;
+}
+
+// Both filter passes of one window, whose taps `vertical` and `horizontal` were made for it:
+// samples of `Channels` bytes (4: RGBX pixels; 1: a plane), rows `stride` bytes apart from
+// `data` (the window's first sample), resampled to `out_width` x `out_height`. Both passes filter
+// down the rows, where SIMD takes whole rows at once: the rows first, then the columns, turned
+// into rows by a transpose. The result is left transposed: `out_width` rows of `Channels` x
+// `out_height` int16 (Q7) in `result`. `widened`, `down` and `turned` are scratch.
+template <int Channels>
+std::int16_t const* filter_window(std::uint8_t const* data, std::size_t stride,
+                                  sample_window const& window, axis_taps const& vertical,
+                                  axis_taps const& horizontal, int out_width, int out_height,
+                                  q7_rows& widened, q7_rows& down, q7_rows& turned,
+                                  q7_rows& result) {
+  static_assert(Channels == 1 || Channels == 4);
   auto const& k = active();
-
   // The window's rows in Q7, only those the vertical filter reads.
   int const first_row = vertical.first.front();
   int const end_row = vertical.first.back() + vertical.taps;
-  std::size_t const row_values = 4 * static_cast<std::size_t>(cols);
+  std::size_t const row_values = Channels * static_cast<std::size_t>(window.cols);
   std::int16_t* const wide = widened.reset(row_values, end_row - first_row);
   for (int r = first_row; r < end_row; ++r) {
-    // Whole blocks of 16 bytes: the rows are padded (rgbx_buffer).
-    k.widen(source.data + static_cast<std::size_t>(y0 + r) * source.stride +
-                4 * static_cast<std::size_t>(x0),
-            round_up<std::size_t>(row_values, 16),
+    // Whole blocks of 16 bytes: the rows are padded (rgbx_buffer, decode_planes).
+    k.widen(data + static_cast<std::size_t>(r) * stride, round_up<std::size_t>(row_values, 16),
             wide + static_cast<std::size_t>(r - first_row) * widened.stride());
   }
-  // Both passes filter down the rows, where SIMD takes whole rows at once: the rows first, then
-  // the columns, turned into rows by a transpose, and back (mirrored when asked) at the end.
   std::int16_t* const d = down.reset(row_values, out_height);  // out_height x cols
   filter_rows(
       wide - static_cast<std::ptrdiff_t>(first_row) * static_cast<std::ptrdiff_t>(widened.stride()),
       widened.stride(), row_values, vertical, out_height, d, down.stride());
-  std::size_t const column_values = 4 * static_cast<std::size_t>(out_height);
-  std::int16_t* const a = across.reset(column_values, cols);  // cols x out_height
-  k.transpose(d, down.stride(), out_height, round_up(cols, 4), false, a, across.stride());
-  std::int16_t* const f = filtered.reset(column_values, out_width);  // out_width x out_height
-  filter_rows(a, across.stride(), column_values, horizontal, out_width, f, filtered.stride());
-  std::size_t const out_values = 4 * static_cast<std::size_t>(out_width);
-  std::int16_t* const upright = down.reset(out_values, out_height);  // out_height x out_width
+  std::size_t const column_values = Channels * static_cast<std::size_t>(out_height);
+  std::int16_t* const t = turned.reset(column_values, window.cols);  // cols x out_height
+  if constexpr (Channels == 4) {
+    k.transpose(d, down.stride(), out_height, round_up(window.cols, 4), false, t, turned.stride());
+  } else {
+    k.transpose16(d, down.stride(), round_up(out_height, 8), round_up(window.cols, 8), false, t,
+                  turned.stride());
+  }
+  std::int16_t* const f = result.reset(column_values, out_width);  // out_width x out_height
+  filter_rows(t, turned.stride(), column_values, horizontal, out_width, f, result.stride());
+  return f;
+}
+
+// The window of `area` in a plane of `width` x `height` samples and the taps of both axes for it.
+sample_window prepare(crop_area const& area, int width, int height, int x_step, int y_step,
+                      int out_width, int out_height, axis_taps& vertical, axis_taps& horizontal) {
+  sample_window const w = window_of(area, width, height, x_step, y_step);
+  make_taps(vertical, w.area.y, w.area.height, w.rows, out_height);
+  make_taps(horizontal, w.area.x, w.area.width, w.cols, out_width);
+  return w;
+}
+
+void expect_geometry(int source_width, int source_height, crop_area const& area,
+                     std::span<std::uint8_t> out, int out_width, int out_height, char const* what) {
+  GPUFEED_EXPECTS(out_width > 0 && out_height > 0 &&
+                      out.size() == 3 * static_cast<std::size_t>(out_width) *
+                                        static_cast<std::size_t>(out_height),
+                  std::string{what} + ": the output has the wrong size");
+  GPUFEED_EXPECTS(area.width > 0 && area.height > 0 && area.x >= 0 && area.y >= 0 &&
+                      area.x + area.width <= source_width + 1e-6 &&
+                      area.y + area.height <= source_height + 1e-6,
+                  std::string{what} + ": the crop is not inside the image");
+}
+
+}  // namespace
+
+void resize_rgbx_to_rgb(rgbx_view const& source, crop_area const& area, std::span<std::uint8_t> out,
+                        int out_width, int out_height, bool mirror) {
+  expect_geometry(source.width, source.height, area, out, out_width, out_height,
+                  "resize_rgbx_to_rgb");
+  auto const& k = active();
+  auto const row_out = [&](int r) {
+    return out.data() + 3 * static_cast<std::size_t>(out_width) * static_cast<std::size_t>(r);
+  };
+  if (is_copy(area, out_width, out_height)) {  // nothing to filter: a copy
+    auto const x0 = static_cast<std::size_t>(area.x);
+    auto const y0 = static_cast<std::size_t>(area.y);
+    for (int r = 0; r < out_height; ++r) {
+      k.copy_row(source.data + (y0 + static_cast<std::size_t>(r)) * source.stride + 4 * x0,
+                 out_width, mirror, row_out(r));
+    }
+    return;
+  }
+  thread_local axis_taps vertical, horizontal;
+  thread_local q7_rows widened, down, turned, filtered;
+  sample_window const w =
+      prepare(area, source.width, source.height, 1, 1, out_width, out_height, vertical, horizontal);
+  std::int16_t const* const f =
+      filter_window<4>(source.data + static_cast<std::size_t>(w.y0) * source.stride +
+                           4 * static_cast<std::size_t>(w.x0),
+                       source.stride, w, vertical, horizontal, out_width, out_height, widened, down,
+                       turned, filtered);
+  // Upright again (mirrored when asked), then bytes in RGB order, a row at a time.
+  std::int16_t* const upright = down.reset(4 * static_cast<std::size_t>(out_width), out_height);
   k.transpose(f, filtered.stride(), out_width, round_up(out_height, 4), mirror, upright,
               down.stride());
   for (int r = 0; r < out_height; ++r) {
-    k.narrow_rgb(
-        upright + static_cast<std::size_t>(r) * down.stride(), static_cast<std::size_t>(out_width),
-        r + 1 < out_height,
-        out.data() + 3 * static_cast<std::size_t>(out_width) * static_cast<std::size_t>(r));
+    k.narrow_rgb(upright + static_cast<std::size_t>(r) * down.stride(),
+                 static_cast<std::size_t>(out_width), r + 1 < out_height, row_out(r));
   }
 }
 
@@ -717,75 +777,31 @@ bool is_copy(crop_area const& area, int out_width, int out_height) noexcept {
          area.height == out_height;
 }
 
-namespace {
-
-// One plane through both passes: `area` (image pixels) of `plane`, resampled to `out_width` x
-// `out_height` values, left transposed: out_width rows of out_height int16 (Q7) in `across`.
-std::int16_t const* plane_passes(plane_view const& plane, crop_area const& area, int out_width,
-                                 int out_height, axis_taps& vertical, axis_taps& horizontal,
-                                 q7_rows& widened, q7_rows& down, q7_rows& turned,
-                                 q7_rows& across) {
-  auto const& k = active();
-  // The area in the plane's samples: a subsampled plane's sample covers x_step x y_step pixels.
-  double const ax = area.x / plane.x_step;
-  double const ay = area.y / plane.y_step;
-  double const aw = area.width / plane.x_step;
-  double const ah = area.height / plane.y_step;
-  int const x0 = std::clamp(static_cast<int>(std::floor(ax)), 0, plane.width - 1);
-  int const y0 = std::clamp(static_cast<int>(std::floor(ay)), 0, plane.height - 1);
-  int const x1 = std::clamp(static_cast<int>(std::ceil(ax + aw - 1e-9)), x0 + 1, plane.width);
-  int const y1 = std::clamp(static_cast<int>(std::ceil(ay + ah - 1e-9)), y0 + 1, plane.height);
-  int const cols = x1 - x0;
-  int const rows = y1 - y0;
-  // Within the plane's samples (its last one may cover the image's edge only in part).
-  make_taps(vertical, ay - y0, std::min(ah, rows - (ay - y0)), rows, out_height);
-  make_taps(horizontal, ax - x0, std::min(aw, cols - (ax - x0)), cols, out_width);
-
-  int const first_row = vertical.first.front();
-  int const end_row = vertical.first.back() + vertical.taps;
-  auto const values = static_cast<std::size_t>(cols);
-  std::int16_t* const wide = widened.reset(values, end_row - first_row);
-  for (int r = first_row; r < end_row; ++r) {
-    // Whole blocks of 16 bytes: the planes' rows are padded (decode_planes).
-    k.widen(
-        plane.data + static_cast<std::size_t>(y0 + r) * plane.stride + static_cast<std::size_t>(x0),
-        round_up<std::size_t>(values, 16),
-        wide + static_cast<std::size_t>(r - first_row) * widened.stride());
-  }
-  std::int16_t* const d = down.reset(values, out_height);  // out_height x cols
-  filter_rows(
-      wide - static_cast<std::ptrdiff_t>(first_row) * static_cast<std::ptrdiff_t>(widened.stride()),
-      widened.stride(), values, vertical, out_height, d, down.stride());
-  std::int16_t* const t = turned.reset(static_cast<std::size_t>(out_height), cols);
-  k.transpose16(d, down.stride(), round_up(out_height, 8), round_up(cols, 8), false, t,
-                turned.stride());
-  std::int16_t* const a = across.reset(static_cast<std::size_t>(out_height), out_width);
-  filter_rows(t, turned.stride(), static_cast<std::size_t>(out_height), horizontal, out_width, a,
-              across.stride());
-  return a;
-}
-
-}  // namespace
-
 void resize_ycc_to_rgb(ycc_view const& source, crop_area const& area, std::span<std::uint8_t> out,
                        int out_width, int out_height, bool mirror) {
-  GPUFEED_EXPECTS(out_width > 0 && out_height > 0 &&
-                      out.size() == 3 * static_cast<std::size_t>(out_width) *
-                                        static_cast<std::size_t>(out_height),
-                  "resize_ycc_to_rgb: the output has the wrong size");
-  GPUFEED_EXPECTS(area.width > 0 && area.height > 0 && area.x >= 0 && area.y >= 0 &&
-                      area.x + area.width <= source.width + 1e-6 &&
-                      area.y + area.height <= source.height + 1e-6,
-                  "resize_ycc_to_rgb: the crop is not inside the image");
-  // Per thread and reused; the chroma planes share their taps (the same geometry).
+  expect_geometry(source.width, source.height, area, out, out_width, out_height,
+                  "resize_ycc_to_rgb");
+  // Per thread and reused. The chroma planes have the same geometry (planar() checks): one
+  // window and one set of taps for both.
   thread_local axis_taps luma_v, luma_h, chroma_v, chroma_h;
   thread_local q7_rows widened, down, turned, luma, blue, red;
-  std::int16_t const* const y = plane_passes(source.y, area, out_width, out_height, luma_v, luma_h,
-                                             widened, down, turned, luma);
-  std::int16_t const* const cb = plane_passes(source.cb, area, out_width, out_height, chroma_v,
-                                              chroma_h, widened, down, turned, blue);
-  std::int16_t const* const cr = plane_passes(source.cr, area, out_width, out_height, chroma_v,
-                                              chroma_h, widened, down, turned, red);
+  auto const start = [](plane_view const& p, sample_window const& w) {
+    return p.data + static_cast<std::size_t>(w.y0) * p.stride + static_cast<std::size_t>(w.x0);
+  };
+  plane_view const& y_plane = source.y;
+  sample_window const yw = prepare(area, y_plane.width, y_plane.height, y_plane.x_step,
+                                   y_plane.y_step, out_width, out_height, luma_v, luma_h);
+  std::int16_t const* const y =
+      filter_window<1>(start(y_plane, yw), y_plane.stride, yw, luma_v, luma_h, out_width,
+                       out_height, widened, down, turned, luma);
+  sample_window const cw = prepare(area, source.cb.width, source.cb.height, source.cb.x_step,
+                                   source.cb.y_step, out_width, out_height, chroma_v, chroma_h);
+  std::int16_t const* const cb =
+      filter_window<1>(start(source.cb, cw), source.cb.stride, cw, chroma_v, chroma_h, out_width,
+                       out_height, widened, down, turned, blue);
+  std::int16_t const* const cr =
+      filter_window<1>(start(source.cr, cw), source.cr.stride, cw, chroma_v, chroma_h, out_width,
+                       out_height, widened, down, turned, red);
   auto const& k = active();
   // Each plane upright again (mirrored when asked), then colour, bytes and RGB order in one pass
   // per row. The first passes' buffers are free by now.
