@@ -129,42 +129,44 @@ std::int16_t step(std::int16_t x, std::int16_t w) noexcept {  // pmulhrsw
   return static_cast<std::int16_t>((x * w + (1 << 14)) >> 15);
 }
 
+// A row value in Q7: int16 rows hold Q7 already; byte rows (the source's pixels or samples) are
+// widened as they are read, so that the first pass needs no widened copy of the source.
+std::int16_t q7(std::int16_t v) noexcept {
+  return v;
+}
+std::int16_t q7(std::uint8_t v) noexcept {
+  return static_cast<std::int16_t>(v << q7_bits);
+}
+
 // A filter pass down the rows: output row j is the weighted sum of input rows taps.first[j]
-// .. + taps.taps - 1, `count` values each.
-void filter_pass_plain(std::int16_t const* in, std::size_t in_stride, std::size_t count,
+// .. + taps.taps - 1, `count` values each; rows of int16 (Q7) or of bytes.
+template <class In>
+void filter_pass_plain(In const* in, std::size_t in_stride, std::size_t count,
                        axis_taps const& taps, int out_rows, std::int16_t* out,
                        std::size_t out_stride) noexcept {
   auto const n = static_cast<std::size_t>(taps.taps);
   for (int j = 0; j < out_rows; ++j) {
     std::int16_t const* const w = taps.weights.data() + static_cast<std::size_t>(j) * n;
-    std::int16_t const* const first =
+    In const* const first =
         in + static_cast<std::size_t>(taps.first[static_cast<std::size_t>(j)]) * in_stride;
     std::int16_t* const dst = out + static_cast<std::size_t>(j) * out_stride;
     if (auto const* one = std::find(w, w + n, weight_max); one != w + n) {  // as the AVX2 pass
-      std::memcpy(dst, first + static_cast<std::size_t>(one - w) * in_stride,
-                  count * sizeof(std::int16_t));
+      In const* const src = first + static_cast<std::size_t>(one - w) * in_stride;
+      for (std::size_t i = 0; i < count; ++i) dst[i] = q7(src[i]);
       continue;
     }
     for (std::size_t i = 0; i < count; ++i) {
       std::int16_t acc = 0;
       for (std::size_t k = 0; k < n; ++k) {
-        acc = static_cast<std::int16_t>(acc + step(first[k * in_stride + i], w[k]));
+        acc = static_cast<std::int16_t>(acc + step(q7(first[k * in_stride + i]), w[k]));
       }
       dst[i] = acc;
     }
   }
 }
 
-// u8 -> Q7, [from, count).
-void widen_portable(std::uint8_t const* in, std::size_t from, std::size_t count,
-                    std::int16_t* out) noexcept {
-  for (std::size_t i = from; i < count; ++i) {
-    out[i] = static_cast<std::int16_t>(in[i] << q7_bits);
-  }
-}
-
-std::uint8_t narrow(std::int16_t q7) noexcept {
-  return static_cast<std::uint8_t>(std::clamp((q7 + (1 << (q7_bits - 1))) >> q7_bits, 0, 255));
+std::uint8_t narrow(std::int16_t v) noexcept {
+  return static_cast<std::uint8_t>(std::clamp((v + (1 << (q7_bits - 1))) >> q7_bits, 0, 255));
 }
 
 // Q7 RGBX pixels -> RGB bytes, [from, pixels).
@@ -255,7 +257,8 @@ void ycc_to_rgb_portable(std::int16_t const* y, std::int16_t const* cb, std::int
 struct kernels {
   void (*filter_pass)(std::int16_t const*, std::size_t, std::size_t, axis_taps const&, int,
                       std::int16_t*, std::size_t) noexcept;
-  void (*widen)(std::uint8_t const*, std::size_t, std::int16_t*) noexcept;
+  void (*filter_pass_bytes)(std::uint8_t const*, std::size_t, std::size_t, axis_taps const&, int,
+                            std::int16_t*, std::size_t) noexcept;
   void (*narrow_rgb)(std::int16_t const*, std::size_t, bool, std::uint8_t*) noexcept;
   void (*transpose)(std::int16_t const*, std::size_t, int, int, bool, std::int16_t*,
                     std::size_t) noexcept;
@@ -266,9 +269,6 @@ struct kernels {
                      bool, std::uint8_t*) noexcept;
 };
 
-void widen_plain(std::uint8_t const* in, std::size_t count, std::int16_t* out) noexcept {
-  widen_portable(in, 0, count, out);
-}
 void narrow_plain(std::int16_t const* in, std::size_t pixels, bool /*more_follow*/,
                   std::uint8_t* out) noexcept {
   narrow_portable(in, 0, pixels, out);
@@ -294,61 +294,68 @@ void transpose_plain(std::int16_t const* in, std::size_t in_stride, int rows, in
 // The same arithmetic, 16 values at a time, for CPUs with AVX2 (chosen at run time): a whole
 // pass, so that nothing is dispatched per row. With the tap count fixed, the loop over taps
 // unrolls and the weights and row pointers stay in registers; Taps = 0 takes it at run time.
-template <int Taps, std::size_t... K>
-[[gnu::target("avx2")]] void filter_pass_avx2_unrolled(std::int16_t const* in,
-                                                       std::size_t in_stride, std::size_t count,
-                                                       axis_taps const& taps, int out_rows,
-                                                       std::int16_t* out, std::size_t out_stride,
+// 16 values of a row in Q7 (q7() above).
+[[gnu::target("avx2"), gnu::always_inline]] inline __m256i load_q7(std::int16_t const* p) noexcept {
+  return _mm256_loadu_si256(reinterpret_cast<__m256i const*>(p));
+}
+[[gnu::target("avx2"), gnu::always_inline]] inline __m256i load_q7(std::uint8_t const* p) noexcept {
+  return _mm256_slli_epi16(
+      _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<__m128i const*>(p))), q7_bits);
+}
+
+template <int Taps, class In, std::size_t... K>
+[[gnu::target("avx2")]] void filter_pass_avx2_unrolled(In const* in, std::size_t in_stride,
+                                                       std::size_t count, axis_taps const& taps,
+                                                       int out_rows, std::int16_t* out,
+                                                       std::size_t out_stride,
                                                        std::index_sequence<K...>) noexcept {
   for (int j = 0; j < out_rows; ++j) {
     std::int16_t const* const w = taps.weights.data() + static_cast<std::size_t>(j) * Taps;
-    std::int16_t const* const first =
+    In const* const first =
         in + static_cast<std::size_t>(taps.first[static_cast<std::size_t>(j)]) * in_stride;
     std::int16_t* const dst = out + static_cast<std::size_t>(j) * out_stride;
     if (((w[K] == weight_max) || ...)) {  // one tap has all the weight: a copy
       std::size_t const k = static_cast<std::size_t>(std::find(w, w + Taps, weight_max) - w);
-      std::memcpy(dst, first + k * in_stride, count * sizeof(std::int16_t));
+      In const* const src = first + k * in_stride;
+      for (std::size_t i = 0; i < count; i += 16) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), load_q7(src + i));
+      }
       continue;
     }
-    std::int16_t const* const row[] = {(first + K * in_stride)...};
+    In const* const row[] = {(first + K * in_stride)...};
     __m256i const weight[] = {_mm256_set1_epi16(w[K])...};
     for (std::size_t i = 0; i < count; i += 16) {
       __m256i acc = _mm256_setzero_si256();
-      ((acc = _mm256_add_epi16(
-            acc, _mm256_mulhrs_epi16(
-                     _mm256_loadu_si256(reinterpret_cast<__m256i const*>(row[K] + i)), weight[K]))),
-       ...);
+      ((acc = _mm256_add_epi16(acc, _mm256_mulhrs_epi16(load_q7(row[K] + i), weight[K]))), ...);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), acc);
     }
   }
 }
 
-[[gnu::target("avx2")]] void filter_pass_avx2_any(std::int16_t const* in, std::size_t in_stride,
+template <class In>
+[[gnu::target("avx2")]] void filter_pass_avx2_any(In const* in, std::size_t in_stride,
                                                   std::size_t count, axis_taps const& taps,
                                                   int out_rows, std::int16_t* out,
                                                   std::size_t out_stride) noexcept {
   auto const n = static_cast<std::size_t>(taps.taps);
   for (int j = 0; j < out_rows; ++j) {
     std::int16_t const* const w = taps.weights.data() + static_cast<std::size_t>(j) * n;
-    std::int16_t const* const first =
+    In const* const first =
         in + static_cast<std::size_t>(taps.first[static_cast<std::size_t>(j)]) * in_stride;
     std::int16_t* const dst = out + static_cast<std::size_t>(j) * out_stride;
     for (std::size_t i = 0; i < count; i += 16) {
       __m256i acc = _mm256_setzero_si256();
       for (std::size_t k = 0; k < n; ++k) {
         acc = _mm256_add_epi16(
-            acc,
-            _mm256_mulhrs_epi16(
-                _mm256_loadu_si256(reinterpret_cast<__m256i const*>(first + k * in_stride + i)),
-                _mm256_set1_epi16(w[k])));
+            acc, _mm256_mulhrs_epi16(load_q7(first + k * in_stride + i), _mm256_set1_epi16(w[k])));
       }
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), acc);
     }
   }
 }
 
-template <int Taps>
-void filter_pass_avx2_fixed(std::int16_t const* in, std::size_t in_stride, std::size_t count,
+template <int Taps, class In>
+void filter_pass_avx2_fixed(In const* in, std::size_t in_stride, std::size_t count,
                             axis_taps const& taps, int out_rows, std::int16_t* out,
                             std::size_t out_stride) noexcept {
   filter_pass_avx2_unrolled<Taps>(in, in_stride, count, taps, out_rows, out, out_stride,
@@ -356,29 +363,18 @@ void filter_pass_avx2_fixed(std::int16_t const* in, std::size_t in_stride, std::
 }
 
 // `count` is a multiple of 16 here (filter_rows pads it).
-void filter_pass_avx2(std::int16_t const* in, std::size_t in_stride, std::size_t count,
-                      axis_taps const& taps, int out_rows, std::int16_t* out,
-                      std::size_t out_stride) noexcept {
-  using pass = void (*)(std::int16_t const*, std::size_t, std::size_t, axis_taps const&, int,
-                        std::int16_t*, std::size_t) noexcept;
+template <class In>
+void filter_pass_avx2(In const* in, std::size_t in_stride, std::size_t count, axis_taps const& taps,
+                      int out_rows, std::int16_t* out, std::size_t out_stride) noexcept {
+  using pass = void (*)(In const*, std::size_t, std::size_t, axis_taps const&, int, std::int16_t*,
+                        std::size_t) noexcept;
   static constexpr std::array<pass, 7> unrolled{
-      filter_pass_avx2_any,      filter_pass_avx2_fixed<1>, filter_pass_avx2_fixed<2>,
-      filter_pass_avx2_fixed<3>, filter_pass_avx2_fixed<4>, filter_pass_avx2_fixed<5>,
-      filter_pass_avx2_fixed<6>};
+      filter_pass_avx2_any<In>,      filter_pass_avx2_fixed<1, In>, filter_pass_avx2_fixed<2, In>,
+      filter_pass_avx2_fixed<3, In>, filter_pass_avx2_fixed<4, In>, filter_pass_avx2_fixed<5, In>,
+      filter_pass_avx2_fixed<6, In>};
   auto const n = static_cast<std::size_t>(taps.taps);
-  (n < unrolled.size() ? unrolled[n] : filter_pass_avx2_any)(in, in_stride, count, taps, out_rows,
-                                                             out, out_stride);
-}
-
-[[gnu::target("avx2")]] void widen_avx2(std::uint8_t const* in, std::size_t count,
-                                        std::int16_t* out) noexcept {
-  std::size_t i = 0;
-  for (; i + 16 <= count; i += 16) {
-    __m256i const wide =
-        _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<__m128i const*>(in + i)));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_slli_epi16(wide, q7_bits));
-  }
-  widen_portable(in, i, count, out);
+  (n < unrolled.size() ? unrolled[n] : filter_pass_avx2_any<In>)(in, in_stride, count, taps,
+                                                                 out_rows, out, out_stride);
 }
 
 // `more_follow`: the output goes on after these pixels (the next row), so the last stores may
@@ -577,15 +573,25 @@ void filter_pass_avx2(std::int16_t const* in, std::size_t in_stride, std::size_t
 }
 #endif
 
-kernels const plain_kernels{filter_pass_plain, widen_plain,       narrow_plain,    transpose_plain,
-                            copy_row_plain,    transpose16_plain, ycc_to_rgb_plain};
+kernels const plain_kernels{filter_pass_plain<std::int16_t>,
+                            filter_pass_plain<std::uint8_t>,
+                            narrow_plain,
+                            transpose_plain,
+                            copy_row_plain,
+                            transpose16_plain,
+                            ycc_to_rgb_plain};
 
 kernels pick_kernels() noexcept {
 #if defined(GPUFEED_RESIZE_AVX2)
   __builtin_cpu_init();  // this runs during static initialization
   if (__builtin_cpu_supports("avx2")) {
-    return {filter_pass_avx2, widen_avx2,       narrow_avx2,    transpose_avx2,
-            copy_row_avx2,    transpose16_avx2, ycc_to_rgb_avx2};
+    return {filter_pass_avx2<std::int16_t>,
+            filter_pass_avx2<std::uint8_t>,
+            narrow_avx2,
+            transpose_avx2,
+            copy_row_avx2,
+            transpose16_avx2,
+            ycc_to_rgb_avx2};
   }
 #endif
   return plain_kernels;
@@ -598,13 +604,18 @@ kernels const& active() noexcept {
   return *chosen_kernels.load(std::memory_order_relaxed);
 }
 
-// Filters `in` (rows of `count` int16 values) down its rows: output row j is the weighted sum
-// of input rows taps.first[j] .. + taps.taps - 1.
+// Filters `in` (rows of `count` int16 Q7 values, or of bytes) down its rows: output row j is the
+// weighted sum of input rows taps.first[j] .. + taps.taps - 1. Whole blocks of 16 values: the
+// rows are padded for it (q7_rows; rgbx_buffer and decode_planes for bytes).
 void filter_rows(std::int16_t const* in, std::size_t in_stride, std::size_t count,
                  axis_taps const& taps, int out_rows, std::int16_t* out, std::size_t out_stride) {
-  // Whole blocks of 16: the rows (q7_rows) are padded for it.
   active().filter_pass(in, in_stride, round_up<std::size_t>(count, 16), taps, out_rows, out,
                        out_stride);
+}
+void filter_rows(std::uint8_t const* in, std::size_t in_stride, std::size_t count,
+                 axis_taps const& taps, int out_rows, std::int16_t* out, std::size_t out_stride) {
+  active().filter_pass_bytes(in, in_stride, round_up<std::size_t>(count, 16), taps, out_rows, out,
+                             out_stride);
 }
 
 // Per-thread int16 rows for the passes, grown as needed and reused.
@@ -673,29 +684,17 @@ sample_window window_of(crop_area const& area, int width, int height, int x_step
 // `data` (the window's first sample), resampled to `out_width` x `out_height`. Both passes filter
 // down the rows, where SIMD takes whole rows at once: the rows first, then the columns, turned
 // into rows by a transpose. The result is left transposed: `out_width` rows of `Channels` x
-// `out_height` int16 (Q7) in `result`. `widened`, `down` and `turned` are scratch.
+// `out_height` int16 (Q7) in `result`. `down` and `turned` are scratch.
 template <int Channels>
 std::int16_t const* filter_window(std::uint8_t const* data, std::size_t stride,
                                   sample_window const& window, axis_taps const& vertical,
                                   axis_taps const& horizontal, int out_width, int out_height,
-                                  q7_rows& widened, q7_rows& down, q7_rows& turned,
-                                  q7_rows& result) {
+                                  q7_rows& down, q7_rows& turned, q7_rows& result) {
   static_assert(Channels == 1 || Channels == 4);
   auto const& k = active();
-  // The window's rows in Q7, only those the vertical filter reads.
-  int const first_row = vertical.first.front();
-  int const end_row = vertical.first.back() + vertical.taps;
   std::size_t const row_values = Channels * static_cast<std::size_t>(window.cols);
-  std::int16_t* const wide = widened.reset(row_values, end_row - first_row);
-  for (int r = first_row; r < end_row; ++r) {
-    // Whole blocks of 16 bytes: the rows are padded (rgbx_buffer, decode_planes).
-    k.widen(data + static_cast<std::size_t>(r) * stride, round_up<std::size_t>(row_values, 16),
-            wide + static_cast<std::size_t>(r - first_row) * widened.stride());
-  }
   std::int16_t* const d = down.reset(row_values, out_height);  // out_height x cols
-  filter_rows(
-      wide - static_cast<std::ptrdiff_t>(first_row) * static_cast<std::ptrdiff_t>(widened.stride()),
-      widened.stride(), row_values, vertical, out_height, d, down.stride());
+  filter_rows(data, stride, row_values, vertical, out_height, d, down.stride());
   std::size_t const column_values = Channels * static_cast<std::size_t>(out_height);
   std::int16_t* const t = turned.reset(column_values, window.cols);  // cols x out_height
   if constexpr (Channels == 4) {
@@ -754,14 +753,13 @@ void resize_rgbx_to_rgb(rgbx_view const& source, crop_area const& area, std::spa
     return;
   }
   thread_local axis_taps vertical, horizontal;
-  thread_local q7_rows widened, down, turned, filtered;
+  thread_local q7_rows down, turned, filtered;
   sample_window const w =
       prepare(area, source.width, source.height, 1, 1, out_width, out_height, vertical, horizontal);
-  std::int16_t const* const f =
-      filter_window<4>(source.data + static_cast<std::size_t>(w.y0) * source.stride +
-                           4 * static_cast<std::size_t>(w.x0),
-                       source.stride, w, vertical, horizontal, out_width, out_height, widened, down,
-                       turned, filtered);
+  std::int16_t const* const f = filter_window<4>(
+      source.data + static_cast<std::size_t>(w.y0) * source.stride +
+          4 * static_cast<std::size_t>(w.x0),
+      source.stride, w, vertical, horizontal, out_width, out_height, down, turned, filtered);
   // Upright again (mirrored when asked), then bytes in RGB order, a row at a time.
   std::int16_t* const upright = down.reset(4 * static_cast<std::size_t>(out_width), out_height);
   k.transpose(f, filtered.stride(), out_width, round_up(out_height, 4), mirror, upright,
@@ -799,17 +797,16 @@ void resize_ycc_to_rgb(ycc_view const& source, crop_area const& area, std::span<
   plane_view const& y_plane = source.y;
   sample_window const yw = prepare(area, y_plane.width, y_plane.height, y_plane.x_step,
                                    y_plane.y_step, out_width, out_height, luma_v, luma_h);
-  std::int16_t const* const y =
-      filter_window<1>(start(y_plane, yw), y_plane.stride, yw, luma_v, luma_h, out_width,
-                       out_height, widened, down, turned, luma);
+  std::int16_t const* const y = filter_window<1>(start(y_plane, yw), y_plane.stride, yw, luma_v,
+                                                 luma_h, out_width, out_height, down, turned, luma);
   sample_window const cw = prepare(area, source.cb.width, source.cb.height, source.cb.x_step,
                                    source.cb.y_step, out_width, out_height, chroma_v, chroma_h);
   std::int16_t const* const cb =
       filter_window<1>(start(source.cb, cw), source.cb.stride, cw, chroma_v, chroma_h, out_width,
-                       out_height, widened, down, turned, blue);
+                       out_height, down, turned, blue);
   std::int16_t const* const cr =
       filter_window<1>(start(source.cr, cw), source.cr.stride, cw, chroma_v, chroma_h, out_width,
-                       out_height, widened, down, turned, red);
+                       out_height, down, turned, red);
   auto const& k = active();
   // Each plane upright again (mirrored when asked), then colour, bytes and RGB order in one pass
   // per row. The first passes' buffers are free by now.
