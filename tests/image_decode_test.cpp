@@ -17,7 +17,6 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #include <random>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -285,79 +284,6 @@ TEST(image_decode_test, ResizeMatchesTheReference) {
     EXPECT_LE(most, 1) << "crop " << x << "," << y << " " << w << "x" << h << " -> " << ow << "x"
                        << oh << (mirror ? " mirrored" : "");
   }
-}
-
-// The direct path for crops no larger than the output (enlarge_rgbx_to_rgb) against the reference
-// model: crops of 1 pixel up to the output's size, on and off pixel boundaries, at the image's
-// edges, to outputs of 1 to 224, mirrored or not; within one grey level, as the general path. And
-// resize_rgbx_to_rgb takes it for such crops: the same bytes.
-TEST(image_decode_test, EnlargingResizeMatchesTheReference) {
-  cv::Mat const picture = make_photo(150, 110, 12);
-  gpufeed::detail::rgbx_buffer source;
-  std::uint8_t* rows = source.reset(picture.cols, picture.rows);
-  cv::Mat rgbx(picture.rows, picture.cols, CV_8UC4, rows, source.stride());
-  cv::cvtColor(picture, rgbx, cv::COLOR_RGB2RGBA);
-  auto const view = source.view(picture.cols, picture.rows);
-  std::mt19937 rng{6};
-  std::uniform_real_distribution<double> unit{0.0, 1.0};
-  int checked = 0;
-  for (int trial = 0; trial < 300; ++trial) {
-    int const ow = trial < 20 ? 1 + trial : std::uniform_int_distribution<int>{1, 224}(rng);
-    int const oh = trial < 20 ? 20 - trial : std::uniform_int_distribution<int>{1, 224}(rng);
-    // Whole-pixel crops (the reference cuts whole pixels), at most the output's size.
-    int const w = std::uniform_int_distribution<int>{1, std::min(ow, picture.cols)}(rng);
-    int const h = std::uniform_int_distribution<int>{1, std::min(oh, picture.rows)}(rng);
-    int const x = trial % 3 == 0 ? picture.cols - w  // the right and bottom edges
-                                 : std::uniform_int_distribution<int>{0, picture.cols - w}(rng);
-    int const y = trial % 5 == 0 ? picture.rows - h
-                                 : std::uniform_int_distribution<int>{0, picture.rows - h}(rng);
-    bool const mirror = trial % 2 == 1;
-    gpufeed::detail::crop_area const area{static_cast<double>(x), static_cast<double>(y),
-                                          static_cast<double>(w), static_cast<double>(h)};
-    if (gpufeed::detail::is_copy(area, ow, oh)) continue;
-    ASSERT_TRUE(gpufeed::detail::enlarges(area, ow, oh));
-    cv::Mat got(oh, ow, CV_8UC3);
-    gpufeed::detail::enlarge_rgbx_to_rgb(view, area, {got.data, got.total() * 3}, ow, oh, mirror);
-    cv::Mat want = gpufeed::test::reference_resize(picture, {x, y, w, h}, ow, oh);
-    if (mirror) cv::flip(want, want, 1);
-    cv::Mat diff;
-    cv::absdiff(got, want, diff);
-    double most = 0;
-    cv::minMaxLoc(diff.reshape(1), nullptr, &most);
-    EXPECT_LE(most, 1) << "crop " << x << "," << y << " " << w << "x" << h << " -> " << ow << "x"
-                       << oh << (mirror ? " mirrored" : "");
-    cv::Mat general(oh, ow, CV_8UC3);
-    gpufeed::detail::resize_rgbx_to_rgb(view, area, {general.data, general.total() * 3}, ow, oh,
-                                        mirror);
-    EXPECT_EQ(differing_bytes(general, got), 0U) << "resize_rgbx_to_rgb takes the direct path";
-    ++checked;
-  }
-  EXPECT_GT(checked, 250);
-  // Crops between pixels (as the pipeline's scaled crops are): the plain C++ kernels give the
-  // same bytes as the SIMD ones.
-  for (int trial = 0; trial < 100; ++trial) {
-    int const ow = std::uniform_int_distribution<int>{1, 224}(rng);
-    int const oh = std::uniform_int_distribution<int>{1, 224}(rng);
-    double const w = std::min<double>(ow, picture.cols) * (0.05 + 0.95 * unit(rng));
-    double const h = std::min<double>(oh, picture.rows) * (0.05 + 0.95 * unit(rng));
-    gpufeed::detail::crop_area const area{(picture.cols - w) * unit(rng),
-                                          (picture.rows - h) * unit(rng), w, h};
-    bool const mirror = trial % 2 == 0;
-    cv::Mat fast(oh, ow, CV_8UC3);
-    cv::Mat plain(oh, ow, CV_8UC3);
-    gpufeed::detail::enlarge_rgbx_to_rgb(view, area, {fast.data, fast.total() * 3}, ow, oh, mirror);
-    bool const was_fast = gpufeed::detail::use_portable_resize(true);
-    gpufeed::detail::enlarge_rgbx_to_rgb(view, area, {plain.data, plain.total() * 3}, ow, oh,
-                                         mirror);
-    (void)gpufeed::detail::use_portable_resize(false);
-    EXPECT_TRUE(was_fast);
-    EXPECT_EQ(differing_bytes(fast, plain), 0U) << "trial " << trial;
-  }
-  cv::Mat out(224, 224, CV_8UC3);
-  EXPECT_THROW(gpufeed::detail::enlarge_rgbx_to_rgb(view, {0, 0, 150, 110},
-                                                    {out.data, 224 * 224 * 3}, 224, 100, false),
-               std::logic_error)
-      << "a crop taller than the output is not enlarged";
 }
 
 // Every image read is counted once, with its read, decode and resize time.

@@ -747,10 +747,6 @@ void resize_rgbx_to_rgb(rgbx_view const& source, crop_area const& area, std::spa
     }
     return;
   }
-  if (enlarges(area, out_width, out_height)) {  // bilinear: a direct path (image_enlarge.cpp)
-    enlarge_rgbx_to_rgb(source, area, out, out_width, out_height, mirror);
-    return;
-  }
   thread_local axis_taps vertical, horizontal;
   thread_local q7_rows down, turned, upright;
   sample_window const w =
@@ -767,10 +763,6 @@ void resize_rgbx_to_rgb(rgbx_view const& source, crop_area const& area, std::spa
 
 bool use_portable_resize(bool portable) noexcept {
   return chosen_kernels.exchange(portable ? &plain_kernels : &best_kernels) != &plain_kernels;
-}
-
-bool portable_resize_in_use() noexcept {
-  return chosen_kernels.load(std::memory_order_relaxed) == &plain_kernels;
 }
 
 bool is_copy(crop_area const& area, int out_width, int out_height) noexcept {

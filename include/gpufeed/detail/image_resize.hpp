@@ -79,28 +79,10 @@ struct crop_area {
 void resize_rgbx_to_rgb(rgbx_view const& source, crop_area const& area, std::span<std::uint8_t> out,
                         int out_width, int out_height, bool mirror);
 
-/// @brief Whether `area` is no larger than `out_width` x `out_height` in either axis: then the
-/// triangle filter is plain bilinear (two inputs per output and axis), and resize_rgbx_to_rgb
-/// takes enlarge_rgbx_to_rgb.
-[[nodiscard]] bool enlarges(crop_area const& area, int out_width, int out_height) noexcept;
-
-/// @brief resize_rgbx_to_rgb where `enlarges`: the same filter, computed directly (each input
-/// row blended across once, output rows blended down from two of those) in exact integer
-/// arithmetic (weights with 14 fraction bits, the row blends kept with 7), rounded to 8 bits
-/// once. Within one grey level of the exact result, as resize_rgbx_to_rgb's general path; the
-/// two may differ by one where the exact value is close to a half. AVX2 where the CPU has it,
-/// the same arithmetic in plain C++ elsewhere (`use_portable_resize`).
-/// @throws logic_error if the area does not enlarge or lies outside the source.
-void enlarge_rgbx_to_rgb(rgbx_view const& source, crop_area const& area,
-                         std::span<std::uint8_t> out, int out_width, int out_height, bool mirror);
-
 /// @brief For tests: makes every thread use the plain C++ kernels (true) or the fastest this
 /// CPU has (false, the default), to check that both give the same pixels. @return whether the
 /// fastest were in use before.
 bool use_portable_resize(bool portable) noexcept;
-
-/// @brief Whether the plain C++ kernels are in use (`use_portable_resize`).
-[[nodiscard]] bool portable_resize_in_use() noexcept;
 
 /// @brief Whether `area` is whole pixels of exactly `out_width` x `out_height`: a copy, with no
 /// resampling (resize_rgbx_to_rgb copies such crops).
