@@ -30,6 +30,7 @@
 #include "support/gdal_tsan_suppression.hpp"
 #include "support/image_fixtures.hpp"
 #include "support/reference_resize.hpp"
+#include "support/synthetic_photo.hpp"
 
 namespace {
 
@@ -43,18 +44,13 @@ using pixels = std::vector<std::uint8_t>;
 // A photograph-like RGB picture: smooth shapes at several scales plus grain, so that JPEG
 // keeps detail everywhere (and every block boundary shows up in a comparison).
 cv::Mat make_photo(int width, int height, unsigned seed) {
-  cv::theRNG() = cv::RNG{seed};  // OpenCV's generator for this thread
-  cv::Mat sum(height, width, CV_32FC3, cv::Scalar::all(0));
-  float amplitude = 60;
-  for (int cells = 2; cells < std::max(width, height); cells *= 2, amplitude *= 0.6F) {
-    cv::Mat coarse(cells, cells, CV_32FC3);
-    cv::randn(coarse, 0, amplitude);
-    cv::Mat fine;
-    cv::resize(coarse, fine, cv::Size{width, height}, 0, 0, cv::INTER_CUBIC);
-    sum += fine;
-  }
+  cv::RNG rng{seed};
+  cv::Mat sum = gpufeed::test::octave_noise(
+      width, height, 3,
+      {.amplitude = 60, .falloff = 0.6F, .finest = std::max(width, height) - 1, .square = true},
+      rng);
   cv::Mat grain(height, width, CV_32FC3);
-  cv::randn(grain, 0, 8);
+  rng.fill(grain, cv::RNG::NORMAL, 0, 8);
   sum += grain;
   cv::Mat out;
   sum.convertTo(out, CV_8UC3, 1, 128);

@@ -24,6 +24,7 @@
 #include "gpufeed/datasets/file_list.hpp"
 #include "gpufeed/datasets/image_folder.hpp"
 #include "gpufeed/detail/image_pipeline.hpp"
+#include "gpufeed/detail/jpeg_decode.hpp"
 #include "gpufeed/detail/slot_layout.hpp"
 #include "gpufeed/gpufeed.hpp"
 #include "support/gdal_tsan_suppression.hpp"
@@ -464,11 +465,10 @@ TEST_F(image_folder_test, ReducedDecodingIsCloseToFullDecoding) {
   auto const picture = make_picture(512, 384, 2);
   auto const jpeg = encode(picture, ".jpg");
   write_bytes(dir / "big.jpg", jpeg);
-  auto const header = gpufeed::detail::parse_jpeg_header(jpeg);
-  ASSERT_TRUE(header.has_value());
-  EXPECT_EQ(header->extent.width, 512);
-  EXPECT_EQ(header->extent.height, 384);
-  EXPECT_TRUE(header->complete);
+  gpufeed::detail::jpeg_reader const header{jpeg, "big.jpg"};
+  EXPECT_EQ(header.width(), 512);
+  EXPECT_EQ(header.height(), 384);
+  EXPECT_TRUE(header.complete());
   for (auto mode : {resize_mode::center_crop, resize_mode::random_resized_crop}) {
     image_options o{.height = 32, .width = 32, .resize = mode};  // 1/8 decode for center_crop
     gpufeed::image_folder reduced{dir.parent_path(), o};
@@ -527,8 +527,7 @@ TEST_F(image_folder_test, DamagedScanDataIsAnError) {
   auto zeroed = good;  // the decoder loses step: "extraneous bytes before marker 0xd9"
   std::fill_n(zeroed.begin() + static_cast<std::ptrdiff_t>(middle), 16, 0);
   for (auto const* damaged : {&restart_markers, &zeroed}) {  // what the old decode did
-    auto const header = gpufeed::detail::parse_jpeg_header(*damaged);
-    ASSERT_TRUE(header.has_value() && header->complete);
+    ASSERT_TRUE((gpufeed::detail::jpeg_reader{*damaged, "damaged.jpg"}.complete()));
     ASSERT_FALSE(cv::imdecode(*damaged, cv::IMREAD_COLOR).empty());
   }
   write_bytes(dir / "good.jpg", good);
@@ -681,20 +680,20 @@ TEST_F(image_folder_test, BadInputsNameTheFile) {
   }
 }
 
-TEST_F(image_folder_test, ParsesJpegHeaders) {
+// The header is read once, by libjpeg: the frame's size, and whether an end-of-image marker
+// follows the scan (a file cut short in its scan data is told apart before any row is decoded).
+TEST_F(image_folder_test, ReadsJpegHeaders) {
+  using gpufeed::detail::jpeg_reader;
   auto const jpeg = encode(make_picture(33, 17, 0), ".jpg");
-  auto const h = gpufeed::detail::parse_jpeg_header(jpeg);
-  ASSERT_TRUE(h.has_value());
-  EXPECT_EQ(h->extent.width, 33);
-  EXPECT_EQ(h->extent.height, 17);
-  EXPECT_TRUE(h->complete);
+  jpeg_reader const h{jpeg, "a.jpg"};
+  EXPECT_EQ(h.width(), 33);
+  EXPECT_EQ(h.height(), 17);
+  EXPECT_TRUE(h.complete());
   std::vector<unsigned char> cut(jpeg.begin(), jpeg.end() - 10);
-  auto const hc = gpufeed::detail::parse_jpeg_header(cut);
-  ASSERT_TRUE(hc.has_value());
-  EXPECT_FALSE(hc->complete);
-  EXPECT_FALSE(gpufeed::detail::parse_jpeg_header(encode(make_picture(8, 8, 0), ".png")));
-  for (std::size_t n = 0; n < 40 && n < jpeg.size(); ++n) {  // every short prefix is safe
-    (void)gpufeed::detail::parse_jpeg_header({jpeg.data(), n});
+  EXPECT_FALSE(jpeg_reader(cut, "cut.jpg").complete());
+  EXPECT_THROW(jpeg_reader(encode(make_picture(8, 8, 0), ".png"), "a.png"), gpufeed::file_error);
+  for (std::size_t n = 0; n < 40 && n < jpeg.size(); ++n) {  // every short prefix is an error
+    EXPECT_THROW(jpeg_reader({jpeg.data(), n}, "short.jpg"), gpufeed::file_error) << n;
   }
 }
 

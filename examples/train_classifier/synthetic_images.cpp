@@ -23,6 +23,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/synthetic_photo.hpp"
+
 namespace train_classifier {
 namespace {
 
@@ -30,22 +32,6 @@ namespace fs = std::filesystem;
 
 constexpr std::uint64_t data_seed = 20241124;
 constexpr double two_pi = 2 * std::numbers::pi;
-
-// Noise with structure at every scale, amplitude falling with the scale (the 1/f spectrum of
-// natural images): octaves of random grids, each twice as fine and 0.6 times as strong. Float,
-// `channels` channels, roughly zero mean and unit spread. `finest` limits the detail (cells).
-cv::Mat octave_noise(int width, int height, int channels, int finest, cv::RNG& rng) {
-  cv::Mat sum(height, width, CV_32FC(channels), cv::Scalar::all(0));
-  float amplitude = 1;
-  for (int cells = 2; cells <= finest; cells *= 2, amplitude *= 0.6F) {
-    cv::Mat coarse(std::max(2, cells * height / width), cells, CV_32FC(channels));
-    rng.fill(coarse, cv::RNG::NORMAL, 0, amplitude);
-    cv::Mat fine;
-    cv::resize(coarse, fine, cv::Size{width, height}, 0, 0, cv::INTER_CUBIC);
-    sum += fine;
-  }
-  return sum;
-}
 
 float smooth_step(float x) {  // a soft edge around 0, in [0, 1]
   return 1.0F / (1.0F + std::exp(-x));
@@ -105,7 +91,7 @@ cv::Mat texture(int label, int w, int h, float period, cv::RNG& rng) {
       break;
     }
     case 6: {  // clouds: soft blotches, no period
-      cv::Mat const n = octave_noise(w, h, 1, 16, rng);
+      cv::Mat const n = gpufeed::test::octave_noise(w, h, 1, {.finest = 16}, rng);
       at([&](float x, float y) {
         return smooth_step(2.5F * n.at<float>(static_cast<int>(y), static_cast<int>(x)));
       });
@@ -154,7 +140,8 @@ cv::Mat draw(int label, int width, int height, cv::Mat const& grain, cv::RNG& rn
   cv::Vec3f const dark = random_colour(rng);
   cv::Vec3f light = random_colour(rng);
   while (cv::norm(light - dark, cv::NORM_L1) < 150) light = random_colour(rng);
-  cv::Mat const noise = octave_noise(w, h, 3, 64, rng);
+  // Coloured 1/f noise (tests/support/synthetic_photo.hpp), roughly unit spread.
+  cv::Mat const noise = gpufeed::test::octave_noise(w, h, 3, {.finest = 64}, rng);
   auto const slope_x = static_cast<float>(rng.uniform(-0.4, 0.4));
   auto const slope_y = static_cast<float>(rng.uniform(-0.4, 0.4));
   cv::Mat half(h, w, CV_32FC3);

@@ -45,31 +45,45 @@ static_assert(luma_r + luma_g + luma_b == 1 << 14);
 constexpr double affine_int32_limit = 64.0;
 constexpr double blend_int32_limit = 4.0;
 
-// v -> clamp(round((scale v + offset) / 2^12)), scale and offset in 12-bit fixed point.
-GPUFEED_JITTER_CLONES void affine_int32(std::uint8_t* p, std::size_t n, std::int32_t scale,
-                                        std::int32_t offset) noexcept {
+// v -> clamp(round((scale v + offset) / 2^12)), scale and offset in 12-bit fixed point, in
+// `Int` (int32 up to the limits above, where it vectorizes; int64 past them). Inlined into the
+// entry points below, so that each clone of those gets its own vectorized copy.
+template <class Int>
+[[gnu::always_inline]] inline void affine_loop(std::uint8_t* p, std::size_t n, Int scale,
+                                               Int offset) noexcept {
   for (std::size_t i = 0; i < n; ++i) {
-    std::int32_t const x = (scale * p[i] + offset + 2048) >> 12;  // NOLINT(hicpp-signed-bitwise)
-    p[i] = static_cast<std::uint8_t>(std::clamp(x, 0, 255));
+    Int const x = (scale * p[i] + offset + 2048) >> 12;  // NOLINT(hicpp-signed-bitwise)
+    p[i] = static_cast<std::uint8_t>(std::clamp<Int>(x, 0, 255));
   }
 }
 
 // f v + (1 - f) luma per pixel: f with 12 fraction bits, v and luma with 8, the sum with 20,
-// rounded half up by the shift.
+// rounded half up by the shift; in `Int` as affine_loop.
+template <class Int>
+[[gnu::always_inline]] inline void blend_loop(std::uint8_t* p, std::size_t pixels,
+                                              Int fq) noexcept {
+  Int const gq = 4096 - fq;
+  for (std::size_t i = 0; i < pixels; ++i, p += 3) {
+    Int const luma8 = (luma_r * p[0] + luma_g * p[1] + luma_b * p[2] + 32) >> 6;
+    Int const gray = gq * luma8 + (Int{1} << 19);
+    // Three statements, not a loop over c: GCC vectorizes these (an inner loop it does not).
+    Int const r = (fq * (Int{p[0]} << 8) + gray) >> 20;  // NOLINT(hicpp-signed-bitwise)
+    Int const g = (fq * (Int{p[1]} << 8) + gray) >> 20;  // NOLINT(hicpp-signed-bitwise)
+    Int const b = (fq * (Int{p[2]} << 8) + gray) >> 20;  // NOLINT(hicpp-signed-bitwise)
+    p[0] = static_cast<std::uint8_t>(std::clamp<Int>(r, 0, 255));
+    p[1] = static_cast<std::uint8_t>(std::clamp<Int>(g, 0, 255));
+    p[2] = static_cast<std::uint8_t>(std::clamp<Int>(b, 0, 255));
+  }
+}
+
+GPUFEED_JITTER_CLONES void affine_int32(std::uint8_t* p, std::size_t n, std::int32_t scale,
+                                        std::int32_t offset) noexcept {
+  affine_loop(p, n, scale, offset);
+}
+
 GPUFEED_JITTER_CLONES void blend_with_luma_int32(std::uint8_t* p, std::size_t pixels,
                                                  std::int32_t fq) noexcept {
-  std::int32_t const gq = 4096 - fq;
-  for (std::size_t i = 0; i < pixels; ++i, p += 3) {
-    std::int32_t const luma8 = (luma_r * p[0] + luma_g * p[1] + luma_b * p[2] + 32) >> 6;
-    std::int32_t const gray = gq * luma8 + (1 << 19);
-    // Three statements, not a loop over c: GCC vectorizes these (an inner loop it does not).
-    std::int32_t const r = (fq * (p[0] << 8) + gray) >> 20;  // NOLINT(hicpp-signed-bitwise)
-    std::int32_t const g = (fq * (p[1] << 8) + gray) >> 20;  // NOLINT(hicpp-signed-bitwise)
-    std::int32_t const b = (fq * (p[2] << 8) + gray) >> 20;  // NOLINT(hicpp-signed-bitwise)
-    p[0] = static_cast<std::uint8_t>(std::clamp(r, 0, 255));
-    p[1] = static_cast<std::uint8_t>(std::clamp(g, 0, 255));
-    p[2] = static_cast<std::uint8_t>(std::clamp(b, 0, 255));
-  }
+  blend_loop(p, pixels, fq);
 }
 
 GPUFEED_JITTER_CLONES std::uint64_t luma_sum(std::uint8_t const* p, std::size_t pixels) noexcept {
@@ -78,27 +92,6 @@ GPUFEED_JITTER_CLONES std::uint64_t luma_sum(std::uint8_t const* p, std::size_t 
     sum += static_cast<std::uint32_t>(luma_r * p[0] + luma_g * p[1] + luma_b * p[2]);
   }
   return sum;
-}
-
-// The same arithmetic in int64, for factors past the limits above (not vectorized: rare).
-void affine_int64(std::uint8_t* p, std::size_t n, std::int64_t scale,
-                  std::int64_t offset) noexcept {
-  for (std::size_t i = 0; i < n; ++i) {
-    std::int64_t const x = (scale * p[i] + offset + 2048) >> 12;  // NOLINT(hicpp-signed-bitwise)
-    p[i] = static_cast<std::uint8_t>(std::clamp<std::int64_t>(x, 0, 255));
-  }
-}
-
-void blend_with_luma_int64(std::uint8_t* p, std::size_t pixels, std::int64_t fq) noexcept {
-  std::int64_t const gq = 4096 - fq;
-  for (std::size_t i = 0; i < pixels; ++i, p += 3) {
-    std::int64_t const luma8 = (luma_r * p[0] + luma_g * p[1] + luma_b * p[2] + 32) >> 6;
-    std::int64_t const gray = gq * luma8 + (std::int64_t{1} << 19);
-    for (std::size_t c = 0; c < 3; ++c) {
-      std::int64_t const x = (fq * (std::int64_t{p[c]} << 8) + gray) >> 20;  // NOLINT
-      p[c] = static_cast<std::uint8_t>(std::clamp<std::int64_t>(x, 0, 255));
-    }
-  }
 }
 
 // factor v + (1 - factor) mean, rounded and clamped.
@@ -110,7 +103,7 @@ void affine(std::span<std::uint8_t> image, double factor, double mean) noexcept 
     affine_int32(image.data(), image.size(), static_cast<std::int32_t>(scale),
                  static_cast<std::int32_t>(offset));
   } else {
-    affine_int64(image.data(), image.size(), scale, offset);
+    affine_loop<std::int64_t>(image.data(), image.size(), scale, offset);  // rare: not cloned
   }
 }
 
@@ -134,7 +127,7 @@ void adjust_saturation(std::span<std::uint8_t> rgb, double factor) noexcept {
   if (f <= blend_int32_limit) {
     blend_with_luma_int32(rgb.data(), rgb.size() / 3, static_cast<std::int32_t>(fq));
   } else {
-    blend_with_luma_int64(rgb.data(), rgb.size() / 3, fq);
+    blend_loop<std::int64_t>(rgb.data(), rgb.size() / 3, fq);  // rare: not cloned
   }
 }
 

@@ -98,6 +98,7 @@ std::uint64_t max_pixels() {
 struct jpeg_reader::state {
   jpeg_decompress_struct info{};
   jpeg_failure failure{};
+  bool complete = false;  // an end-of-image marker follows the first scan's start
 
   state() noexcept {
     info.err = jpeg_std_error(&failure.mgr);
@@ -271,6 +272,16 @@ bool read_raw(jpeg_state& info, jpeg_failure& failure, plane_layout const& layou
   return true;
 }
 
+// Whether the bytes from the start of the first scan's entropy-coded data hold an end-of-image
+// marker. There a 0xFF byte is always stuffed (FF 00) or a restart marker, so FF D9 is the end.
+bool has_end_marker(unsigned char const* scan, std::size_t size) noexcept {
+  if (size >= 2 && scan[size - 2] == 0xFF && scan[size - 1] == 0xD9) return true;  // the usual
+  for (std::size_t i = 0; i + 1 < size; ++i) {
+    if (scan[i] == 0xFF && scan[i + 1] == 0xD9) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool looks_like_jpeg(std::span<unsigned char const> bytes) noexcept {
@@ -288,6 +299,13 @@ jpeg_reader::jpeg_reader(std::span<unsigned char const> bytes, std::string name)
   if (!read_header(state_->info, state_->failure, bytes)) {
     throw corrupt();
   }
+  // The header is read up to the first scan: the memory source now points at its data.
+  jpeg_source_mgr const& source = *state_->info.src;
+  state_->complete = has_end_marker(source.next_input_byte, source.bytes_in_buffer);
+}
+
+bool jpeg_reader::complete() const noexcept {
+  return state_->complete;
 }
 
 jpeg_reader::~jpeg_reader() = default;
@@ -351,13 +369,15 @@ rgbx_view jpeg_reader::decode(pixel_rect want, rgbx_buffer& buffer) {
   // libjpeg starts the crop on a block boundary at or left of x0 and keeps its end.
   std::uint8_t* const pixels =  // with a spare row after them (read_rows)
       buffer.reset(static_cast<int>(request.width), static_cast<int>(y1 - y0) + 1);
-  std::vector<unsigned char> staging;
+  thread_local std::vector<unsigned char> staging;  // per thread, reused
 #ifdef JCS_EXTENSIONS
   bool const staged = info.out_color_space == JCS_CMYK;
 #else
   bool const staged = true;
 #endif
-  if (staged) staging.resize(static_cast<std::size_t>(request.width) * 4U);
+  if (staged && staging.size() < std::size_t{request.width} * 4U) {
+    staging.resize(std::size_t{request.width} * 4U);
+  }
   if (!read_rows(info, state_->failure, request, pixels, buffer.stride(),
                  staged ? staging.data() : nullptr)) {
     throw corrupt();

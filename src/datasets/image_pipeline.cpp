@@ -15,6 +15,7 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+#include <optional>
 #include <system_error>
 #include <utility>
 
@@ -72,6 +73,12 @@ class random_stream {
 
  private:
   std::uint64_t state_;
+};
+
+// An image's size as its header states it.
+struct image_extent {
+  int width = 0;
+  int height = 0;
 };
 
 // A crop of the source image, in source pixels.
@@ -175,10 +182,6 @@ void apply_jitter(color_jitter const& j, std::span<std::uint8_t> out, int height
   }
 }
 
-std::uint32_t be16(unsigned char const* p) noexcept {
-  return (static_cast<std::uint32_t>(p[0]) << 8U) | p[1];
-}
-
 }  // namespace
 
 int jpeg_reduction(image_options const& options, double crop_width, double crop_height) noexcept {
@@ -187,50 +190,6 @@ int jpeg_reduction(image_options const& options, double crop_width, double crop_
     if (crop_width / f >= options.width && crop_height / f >= options.height) return f;
   }
   return 1;
-}
-
-std::optional<jpeg_header> parse_jpeg_header(std::span<unsigned char const> bytes) noexcept {
-  std::size_t const n = bytes.size();
-  unsigned char const* b = bytes.data();
-  if (n < 4 || b[0] != 0xFF || b[1] != 0xD8) return std::nullopt;
-  std::size_t pos = 2;
-  std::optional<image_extent> extent;
-  while (pos < n) {
-    if (b[pos] != 0xFF) return std::nullopt;
-    while (pos < n && b[pos] == 0xFF) ++pos;  // fill bytes
-    if (pos >= n) return std::nullopt;
-    unsigned const marker = b[pos++];
-    if (marker == 0xD8 || marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) continue;
-    if (marker == 0xD9 || pos + 2 > n) return std::nullopt;
-    std::size_t const length = be16(b + pos);
-    if (length < 2 || pos + length > n) return std::nullopt;
-    bool const is_sof =
-        marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC;
-    if (is_sof && length >= 7 && !extent) {
-      extent =
-          image_extent{static_cast<int>(be16(b + pos + 5)), static_cast<int>(be16(b + pos + 3))};
-    }
-    if (marker == 0xDA) {
-      if (!extent) return std::nullopt;
-      jpeg_header header{*extent, false};
-      // In entropy-coded data a 0xFF byte is always stuffed (FF 00) or a restart marker, so
-      // FF D9 there is the end of the image.
-      std::size_t const scan = pos + length;
-      if (n >= 2 && b[n - 2] == 0xFF && b[n - 1] == 0xD9) {
-        header.complete = true;
-      } else {
-        for (std::size_t i = scan; i + 1 < n; ++i) {
-          if (b[i] == 0xFF && b[i + 1] == 0xD9) {
-            header.complete = true;
-            break;
-          }
-        }
-      }
-      return header;
-    }
-    pos += length;
-  }
-  return std::nullopt;
 }
 
 void read_file(std::string const& path, std::vector<unsigned char>& buffer) {
@@ -321,14 +280,14 @@ struct decoded_image {
 // warning on stderr, and it decodes the whole image at full size, to RGB.
 decoded_image decode_jpeg(std::span<unsigned char const> encoded, std::string const& name,
                           image_options const& o, random_stream& rng) {
-  auto const header = parse_jpeg_header(encoded);
-  if (header && !header->complete) {
-    // libjpeg only warns about a missing end of image and pads the rest with gray.
+  jpeg_reader reader{encoded, name};
+  if (!reader.complete()) {
     throw file_error(name, "truncated JPEG (no end-of-image marker after the scan)");
   }
-  thread_local rgbx_buffer pixels;  // per thread, reused: nothing is allocated once warm
+  // Per thread, reused: the pixel buffers grow to the largest image a thread has decoded and
+  // are not allocated again after that (libjpeg still allocates its own state for each image).
+  thread_local rgbx_buffer pixels;
   thread_local std::vector<std::uint8_t> planes;
-  jpeg_reader reader{encoded, name};
   decoded_image d;
   d.source = {reader.width(), reader.height()};
   if (d.source.width <= 0 || d.source.height <= 0) throw file_error(name, "the JPEG has no pixels");
@@ -374,7 +333,10 @@ decoded_image decode_png(std::span<unsigned char const> encoded, std::string con
   // imdecode does not write through its input; the const_cast only satisfies cv::Mat.
   cv::Mat const raw(1, static_cast<int>(encoded.size()), CV_8UC1,
                     const_cast<unsigned char*>(encoded.data()));  // NOLINT
-  cv::Mat const bgr = cv::imdecode(raw, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
+  // Per thread: OpenCV decodes into it again without allocating while the size stays the same
+  // (its PNG decoder still allocates its own state for each image).
+  thread_local cv::Mat bgr;
+  (void)cv::imdecode(raw, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION, &bgr);
   if (bgr.empty()) {
     throw file_error(name, "cannot decode the image (corrupt, truncated or not an image)");
   }

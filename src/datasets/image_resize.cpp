@@ -5,8 +5,12 @@
 #include <array>
 #include <atomic>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
+#include <span>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "gpufeed/error.hpp"
 
@@ -125,42 +129,72 @@ std::int16_t step(std::int16_t x, std::int16_t w) noexcept {  // pmulhrsw
   return static_cast<std::int16_t>((x * w + (1 << 14)) >> 15);
 }
 
+// A row value in Q7: int16 rows hold Q7 already; byte rows (the source's pixels or samples) are
+// widened as they are read, so that the first pass needs no widened copy of the source.
+std::int16_t q7(std::int16_t v) noexcept {
+  return v;
+}
+std::int16_t q7(std::uint8_t v) noexcept {
+  return static_cast<std::int16_t>(v << q7_bits);
+}
+
+// Where a filter pass writes its output row j: as a row (out + j * stride), or, `Turned`, for
+// RGBX pixels (four values each), transposed: pixel p of row j to row p at pixel column c(j),
+// c(j) = j, or rows - 1 - j when mirrored. The transpose between the passes (and after them)
+// folded into the pass's stores.
+struct pass_output {
+  std::int16_t* data = nullptr;
+  std::size_t stride = 0;
+  bool mirror = false;  // (Turned only)
+};
+
+template <bool Turned>
+std::int16_t* row_start(pass_output const& out, int j, int rows) noexcept {
+  if constexpr (Turned) {
+    return out.data + 4 * static_cast<std::size_t>(out.mirror ? rows - 1 - j : j);
+  } else {
+    return out.data + static_cast<std::size_t>(j) * out.stride;
+  }
+}
+
+// Value i of an output row that starts at `dst` (row_start).
+template <bool Turned>
+std::int16_t& value_at(std::int16_t* dst, std::size_t i, std::size_t stride) noexcept {
+  if constexpr (Turned) {
+    return dst[i / 4 * stride + i % 4];
+  } else {
+    return dst[i];
+  }
+}
+
 // A filter pass down the rows: output row j is the weighted sum of input rows taps.first[j]
-// .. + taps.taps - 1, `count` values each.
-void filter_pass_plain(std::int16_t const* in, std::size_t in_stride, std::size_t count,
-                       axis_taps const& taps, int out_rows, std::int16_t* out,
-                       std::size_t out_stride) noexcept {
+// .. + taps.taps - 1, `count` values each; rows of int16 (Q7) or of bytes.
+template <class In, bool Turned>
+void filter_pass_plain(In const* in, std::size_t in_stride, std::size_t count,
+                       axis_taps const& taps, int out_rows, pass_output out) noexcept {
   auto const n = static_cast<std::size_t>(taps.taps);
   for (int j = 0; j < out_rows; ++j) {
     std::int16_t const* const w = taps.weights.data() + static_cast<std::size_t>(j) * n;
-    std::int16_t const* const first =
+    In const* const first =
         in + static_cast<std::size_t>(taps.first[static_cast<std::size_t>(j)]) * in_stride;
-    std::int16_t* const dst = out + static_cast<std::size_t>(j) * out_stride;
+    std::int16_t* const dst = row_start<Turned>(out, j, out_rows);
     if (auto const* one = std::find(w, w + n, weight_max); one != w + n) {  // as the AVX2 pass
-      std::memcpy(dst, first + static_cast<std::size_t>(one - w) * in_stride,
-                  count * sizeof(std::int16_t));
+      In const* const src = first + static_cast<std::size_t>(one - w) * in_stride;
+      for (std::size_t i = 0; i < count; ++i) value_at<Turned>(dst, i, out.stride) = q7(src[i]);
       continue;
     }
     for (std::size_t i = 0; i < count; ++i) {
       std::int16_t acc = 0;
       for (std::size_t k = 0; k < n; ++k) {
-        acc = static_cast<std::int16_t>(acc + step(first[k * in_stride + i], w[k]));
+        acc = static_cast<std::int16_t>(acc + step(q7(first[k * in_stride + i]), w[k]));
       }
-      dst[i] = acc;
+      value_at<Turned>(dst, i, out.stride) = acc;
     }
   }
 }
 
-// u8 -> Q7, [from, count).
-void widen_portable(std::uint8_t const* in, std::size_t from, std::size_t count,
-                    std::int16_t* out) noexcept {
-  for (std::size_t i = from; i < count; ++i) {
-    out[i] = static_cast<std::int16_t>(in[i] << q7_bits);
-  }
-}
-
-std::uint8_t narrow(std::int16_t q7) noexcept {
-  return static_cast<std::uint8_t>(std::clamp((q7 + (1 << (q7_bits - 1))) >> q7_bits, 0, 255));
+std::uint8_t narrow(std::int16_t v) noexcept {
+  return static_cast<std::uint8_t>(std::clamp((v + (1 << (q7_bits - 1))) >> q7_bits, 0, 255));
 }
 
 // Q7 RGBX pixels -> RGB bytes, [from, pixels).
@@ -170,24 +204,6 @@ void narrow_portable(std::int16_t const* in, std::size_t from, std::size_t pixel
     out[3 * p] = narrow(in[4 * p]);
     out[3 * p + 1] = narrow(in[4 * p + 1]);
     out[3 * p + 2] = narrow(in[4 * p + 2]);
-  }
-}
-
-// out[c][r] = in[r][c] for RGBX pixels of four int16 (8 bytes), rows [r0, rows) and columns
-// [c0, cols) (the rest is done); with `mirror`, the output columns come from the input rows in
-// reverse (out[c][r] = in[rows - 1 - r][c]).
-void transpose_portable(std::int16_t const* in, std::size_t in_stride, int rows, int cols, int r0,
-                        int c0, bool mirror, std::int16_t* out, std::size_t out_stride) noexcept {
-  auto const copy = [&](int r, int c) {
-    std::int16_t const* src = in + static_cast<std::size_t>(mirror ? rows - 1 - r : r) * in_stride;
-    std::memcpy(out + static_cast<std::size_t>(c) * out_stride + 4 * static_cast<std::size_t>(r),
-                src + 4 * static_cast<std::size_t>(c), 4 * sizeof(std::int16_t));
-  };
-  for (int r = r0; r < rows; ++r) {
-    for (int c = 0; c < cols; ++c) copy(r, c);
-  }
-  for (int r = 0; r < r0; ++r) {
-    for (int c = c0; c < cols; ++c) copy(r, c);
   }
 }
 
@@ -249,12 +265,14 @@ void ycc_to_rgb_portable(std::int16_t const* y, std::int16_t const* cb, std::int
 }
 
 struct kernels {
-  void (*filter_pass)(std::int16_t const*, std::size_t, std::size_t, axis_taps const&, int,
-                      std::int16_t*, std::size_t) noexcept;
-  void (*widen)(std::uint8_t const*, std::size_t, std::int16_t*) noexcept;
+  template <class In>
+  using pass = void (*)(In const*, std::size_t, std::size_t, axis_taps const&, int,
+                        pass_output) noexcept;
+  pass<std::int16_t> filter_pass;         // rows out
+  pass<std::uint8_t> filter_pass_bytes;   // rows out
+  pass<std::int16_t> filter_pass_turned;  // transposed RGBX pixels out
+  pass<std::uint8_t> filter_pass_bytes_turned;
   void (*narrow_rgb)(std::int16_t const*, std::size_t, bool, std::uint8_t*) noexcept;
-  void (*transpose)(std::int16_t const*, std::size_t, int, int, bool, std::int16_t*,
-                    std::size_t) noexcept;
   void (*copy_row)(std::uint8_t const*, int, bool, std::uint8_t*) noexcept;
   void (*transpose16)(std::int16_t const*, std::size_t, int, int, bool, std::int16_t*,
                       std::size_t) noexcept;
@@ -262,9 +280,6 @@ struct kernels {
                      bool, std::uint8_t*) noexcept;
 };
 
-void widen_plain(std::uint8_t const* in, std::size_t count, std::int16_t* out) noexcept {
-  widen_portable(in, 0, count, out);
-}
 void narrow_plain(std::int16_t const* in, std::size_t pixels, bool /*more_follow*/,
                   std::uint8_t* out) noexcept {
   narrow_portable(in, 0, pixels, out);
@@ -280,101 +295,109 @@ void ycc_to_rgb_plain(std::int16_t const* y, std::int16_t const* cb, std::int16_
                       std::size_t count, bool /*more_follow*/, std::uint8_t* out) noexcept {
   ycc_to_rgb_portable(y, cb, cr, 0, count, out);
 }
-void transpose_plain(std::int16_t const* in, std::size_t in_stride, int rows, int cols, bool mirror,
-                     std::int16_t* out, std::size_t out_stride) noexcept {
-  transpose_portable(in, in_stride, rows, cols, 0, 0, mirror, out, out_stride);
-}
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define GPUFEED_RESIZE_AVX2 1
 // The same arithmetic, 16 values at a time, for CPUs with AVX2 (chosen at run time): a whole
 // pass, so that nothing is dispatched per row. With the tap count fixed, the loop over taps
 // unrolls and the weights and row pointers stay in registers; Taps = 0 takes it at run time.
-template <int Taps, std::size_t... K>
-[[gnu::target("avx2")]] void filter_pass_avx2_unrolled(std::int16_t const* in,
-                                                       std::size_t in_stride, std::size_t count,
-                                                       axis_taps const& taps, int out_rows,
-                                                       std::int16_t* out, std::size_t out_stride,
+// 16 values of a row in Q7 (q7() above).
+[[gnu::target("avx2"), gnu::always_inline]] inline __m256i load_q7(std::int16_t const* p) noexcept {
+  return _mm256_loadu_si256(reinterpret_cast<__m256i const*>(p));
+}
+[[gnu::target("avx2"), gnu::always_inline]] inline __m256i load_q7(std::uint8_t const* p) noexcept {
+  return _mm256_slli_epi16(
+      _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<__m128i const*>(p))), q7_bits);
+}
+
+// Values [i, i + 16) of an output row that starts at `dst` (row_start): stored as they are, or
+// turned, the four pixels to four rows.
+template <bool Turned>
+[[gnu::target("avx2"), gnu::always_inline]] inline void store16(std::int16_t* dst, std::size_t i,
+                                                                std::size_t stride,
+                                                                __m256i v) noexcept {
+  if constexpr (Turned) {
+    std::int16_t* const at = dst + i / 4 * stride;
+    __m128i const lo = _mm256_castsi256_si128(v);
+    __m128i const hi = _mm256_extracti128_si256(v, 1);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(at), lo);
+    _mm_storeh_pd(reinterpret_cast<double*>(at + stride), _mm_castsi128_pd(lo));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(at + 2 * stride), hi);
+    _mm_storeh_pd(reinterpret_cast<double*>(at + 3 * stride), _mm_castsi128_pd(hi));
+  } else {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), v);
+  }
+}
+
+template <int Taps, class In, bool Turned, std::size_t... K>
+[[gnu::target("avx2")]] void filter_pass_avx2_unrolled(In const* in, std::size_t in_stride,
+                                                       std::size_t count, axis_taps const& taps,
+                                                       int out_rows, pass_output out,
                                                        std::index_sequence<K...>) noexcept {
   for (int j = 0; j < out_rows; ++j) {
     std::int16_t const* const w = taps.weights.data() + static_cast<std::size_t>(j) * Taps;
-    std::int16_t const* const first =
+    In const* const first =
         in + static_cast<std::size_t>(taps.first[static_cast<std::size_t>(j)]) * in_stride;
-    std::int16_t* const dst = out + static_cast<std::size_t>(j) * out_stride;
+    std::int16_t* const dst = row_start<Turned>(out, j, out_rows);
     if (((w[K] == weight_max) || ...)) {  // one tap has all the weight: a copy
       std::size_t const k = static_cast<std::size_t>(std::find(w, w + Taps, weight_max) - w);
-      std::memcpy(dst, first + k * in_stride, count * sizeof(std::int16_t));
+      In const* const src = first + k * in_stride;
+      for (std::size_t i = 0; i < count; i += 16) {
+        store16<Turned>(dst, i, out.stride, load_q7(src + i));
+      }
       continue;
     }
-    std::int16_t const* const row[] = {(first + K * in_stride)...};
+    In const* const row[] = {(first + K * in_stride)...};
     __m256i const weight[] = {_mm256_set1_epi16(w[K])...};
     for (std::size_t i = 0; i < count; i += 16) {
       __m256i acc = _mm256_setzero_si256();
-      ((acc = _mm256_add_epi16(
-            acc, _mm256_mulhrs_epi16(
-                     _mm256_loadu_si256(reinterpret_cast<__m256i const*>(row[K] + i)), weight[K]))),
-       ...);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), acc);
+      ((acc = _mm256_add_epi16(acc, _mm256_mulhrs_epi16(load_q7(row[K] + i), weight[K]))), ...);
+      store16<Turned>(dst, i, out.stride, acc);
     }
   }
 }
 
-[[gnu::target("avx2")]] void filter_pass_avx2_any(std::int16_t const* in, std::size_t in_stride,
+template <class In, bool Turned>
+[[gnu::target("avx2")]] void filter_pass_avx2_any(In const* in, std::size_t in_stride,
                                                   std::size_t count, axis_taps const& taps,
-                                                  int out_rows, std::int16_t* out,
-                                                  std::size_t out_stride) noexcept {
+                                                  int out_rows, pass_output out) noexcept {
   auto const n = static_cast<std::size_t>(taps.taps);
   for (int j = 0; j < out_rows; ++j) {
     std::int16_t const* const w = taps.weights.data() + static_cast<std::size_t>(j) * n;
-    std::int16_t const* const first =
+    In const* const first =
         in + static_cast<std::size_t>(taps.first[static_cast<std::size_t>(j)]) * in_stride;
-    std::int16_t* const dst = out + static_cast<std::size_t>(j) * out_stride;
+    std::int16_t* const dst = row_start<Turned>(out, j, out_rows);
     for (std::size_t i = 0; i < count; i += 16) {
       __m256i acc = _mm256_setzero_si256();
       for (std::size_t k = 0; k < n; ++k) {
         acc = _mm256_add_epi16(
-            acc,
-            _mm256_mulhrs_epi16(
-                _mm256_loadu_si256(reinterpret_cast<__m256i const*>(first + k * in_stride + i)),
-                _mm256_set1_epi16(w[k])));
+            acc, _mm256_mulhrs_epi16(load_q7(first + k * in_stride + i), _mm256_set1_epi16(w[k])));
       }
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), acc);
+      store16<Turned>(dst, i, out.stride, acc);
     }
   }
 }
 
-template <int Taps>
-void filter_pass_avx2_fixed(std::int16_t const* in, std::size_t in_stride, std::size_t count,
-                            axis_taps const& taps, int out_rows, std::int16_t* out,
-                            std::size_t out_stride) noexcept {
-  filter_pass_avx2_unrolled<Taps>(in, in_stride, count, taps, out_rows, out, out_stride,
-                                  std::make_index_sequence<static_cast<std::size_t>(Taps)>{});
+template <int Taps, class In, bool Turned>
+void filter_pass_avx2_fixed(In const* in, std::size_t in_stride, std::size_t count,
+                            axis_taps const& taps, int out_rows, pass_output out) noexcept {
+  filter_pass_avx2_unrolled<Taps, In, Turned>(
+      in, in_stride, count, taps, out_rows, out,
+      std::make_index_sequence<static_cast<std::size_t>(Taps)>{});
 }
 
 // `count` is a multiple of 16 here (filter_rows pads it).
-void filter_pass_avx2(std::int16_t const* in, std::size_t in_stride, std::size_t count,
-                      axis_taps const& taps, int out_rows, std::int16_t* out,
-                      std::size_t out_stride) noexcept {
-  using pass = void (*)(std::int16_t const*, std::size_t, std::size_t, axis_taps const&, int,
-                        std::int16_t*, std::size_t) noexcept;
-  static constexpr std::array<pass, 7> unrolled{
-      filter_pass_avx2_any,      filter_pass_avx2_fixed<1>, filter_pass_avx2_fixed<2>,
-      filter_pass_avx2_fixed<3>, filter_pass_avx2_fixed<4>, filter_pass_avx2_fixed<5>,
-      filter_pass_avx2_fixed<6>};
+template <class In, bool Turned>
+void filter_pass_avx2(In const* in, std::size_t in_stride, std::size_t count, axis_taps const& taps,
+                      int out_rows, pass_output out) noexcept {
+  static constexpr std::array<kernels::pass<In>, 7> unrolled{
+      filter_pass_avx2_any<In, Turned>,      filter_pass_avx2_fixed<1, In, Turned>,
+      filter_pass_avx2_fixed<2, In, Turned>, filter_pass_avx2_fixed<3, In, Turned>,
+      filter_pass_avx2_fixed<4, In, Turned>, filter_pass_avx2_fixed<5, In, Turned>,
+      filter_pass_avx2_fixed<6, In, Turned>};
   auto const n = static_cast<std::size_t>(taps.taps);
-  (n < unrolled.size() ? unrolled[n] : filter_pass_avx2_any)(in, in_stride, count, taps, out_rows,
-                                                             out, out_stride);
-}
-
-[[gnu::target("avx2")]] void widen_avx2(std::uint8_t const* in, std::size_t count,
-                                        std::int16_t* out) noexcept {
-  std::size_t i = 0;
-  for (; i + 16 <= count; i += 16) {
-    __m256i const wide =
-        _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<__m128i const*>(in + i)));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_slli_epi16(wide, q7_bits));
-  }
-  widen_portable(in, i, count, out);
+  (n < unrolled.size() ? unrolled[n] : filter_pass_avx2_any<In, Turned>)(in, in_stride, count, taps,
+                                                                         out_rows, out);
 }
 
 // `more_follow`: the output goes on after these pixels (the next row), so the last stores may
@@ -404,45 +427,6 @@ void filter_pass_avx2(std::int16_t const* in, std::size_t in_stride, std::size_t
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 3 * p + 12), second);
   }
   narrow_portable(in, p, pixels, out);
-}
-
-// Blocks of 4 x 4 pixels (four int16 each: one 256-bit register holds four).
-[[gnu::target("avx2")]] void transpose_avx2(std::int16_t const* in, std::size_t in_stride, int rows,
-                                            int cols, bool mirror, std::int16_t* out,
-                                            std::size_t out_stride) noexcept {
-  int const full_rows = rows / 4 * 4;
-  int const full_cols = cols / 4 * 4;
-  auto const row_at = [&](int r) {
-    return in + static_cast<std::size_t>(mirror ? rows - 1 - r : r) * in_stride;
-  };
-  for (int r = 0; r < full_rows; r += 4) {
-    std::int16_t const* a = row_at(r);
-    std::int16_t const* b = row_at(r + 1);
-    std::int16_t const* c = row_at(r + 2);
-    std::int16_t const* d = row_at(r + 3);
-    for (int col = 0; col < full_cols; col += 4) {
-      std::size_t const at = 4 * static_cast<std::size_t>(col);
-      __m256i const ra = _mm256_loadu_si256(reinterpret_cast<__m256i const*>(a + at));
-      __m256i const rb = _mm256_loadu_si256(reinterpret_cast<__m256i const*>(b + at));
-      __m256i const rc = _mm256_loadu_si256(reinterpret_cast<__m256i const*>(c + at));
-      __m256i const rd = _mm256_loadu_si256(reinterpret_cast<__m256i const*>(d + at));
-      __m256i const ab_even = _mm256_unpacklo_epi64(ra, rb);  // a0 b0 | a2 b2
-      __m256i const ab_odd = _mm256_unpackhi_epi64(ra, rb);   // a1 b1 | a3 b3
-      __m256i const cd_even = _mm256_unpacklo_epi64(rc, rd);
-      __m256i const cd_odd = _mm256_unpackhi_epi64(rc, rd);
-      std::int16_t* o =
-          out + static_cast<std::size_t>(col) * out_stride + 4 * static_cast<std::size_t>(r);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o),
-                          _mm256_permute2x128_si256(ab_even, cd_even, 0x20));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + out_stride),
-                          _mm256_permute2x128_si256(ab_odd, cd_odd, 0x20));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 2 * out_stride),
-                          _mm256_permute2x128_si256(ab_even, cd_even, 0x31));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 3 * out_stride),
-                          _mm256_permute2x128_si256(ab_odd, cd_odd, 0x31));
-    }
-  }
-  transpose_portable(in, in_stride, rows, cols, full_rows, full_cols, mirror, out, out_stride);
 }
 
 // Four pixels at a time: RGBX x 4 -> RGB x 4 (in reverse order when mirrored).
@@ -573,15 +557,27 @@ void filter_pass_avx2(std::int16_t const* in, std::size_t in_stride, std::size_t
 }
 #endif
 
-kernels const plain_kernels{filter_pass_plain, widen_plain,       narrow_plain,    transpose_plain,
-                            copy_row_plain,    transpose16_plain, ycc_to_rgb_plain};
+kernels const plain_kernels{filter_pass_plain<std::int16_t, false>,
+                            filter_pass_plain<std::uint8_t, false>,
+                            filter_pass_plain<std::int16_t, true>,
+                            filter_pass_plain<std::uint8_t, true>,
+                            narrow_plain,
+                            copy_row_plain,
+                            transpose16_plain,
+                            ycc_to_rgb_plain};
 
 kernels pick_kernels() noexcept {
 #if defined(GPUFEED_RESIZE_AVX2)
   __builtin_cpu_init();  // this runs during static initialization
   if (__builtin_cpu_supports("avx2")) {
-    return {filter_pass_avx2, widen_avx2,       narrow_avx2,    transpose_avx2,
-            copy_row_avx2,    transpose16_avx2, ycc_to_rgb_avx2};
+    return {filter_pass_avx2<std::int16_t, false>,
+            filter_pass_avx2<std::uint8_t, false>,
+            filter_pass_avx2<std::int16_t, true>,
+            filter_pass_avx2<std::uint8_t, true>,
+            narrow_avx2,
+            copy_row_avx2,
+            transpose16_avx2,
+            ycc_to_rgb_avx2};
   }
 #endif
   return plain_kernels;
@@ -594,13 +590,23 @@ kernels const& active() noexcept {
   return *chosen_kernels.load(std::memory_order_relaxed);
 }
 
-// Filters `in` (rows of `count` int16 values) down its rows: output row j is the weighted sum
-// of input rows taps.first[j] .. + taps.taps - 1.
+// Filters `in` (rows of `count` int16 Q7 values, or of bytes) down its rows: output row j is the
+// weighted sum of input rows taps.first[j] .. + taps.taps - 1, written as `out` says. Whole
+// blocks of 16 values: the rows are padded for it (q7_rows; rgbx_buffer and decode_planes for
+// bytes), and so are turned outputs' rows (to whole blocks of four pixels).
+template <bool Turned = false>
 void filter_rows(std::int16_t const* in, std::size_t in_stride, std::size_t count,
-                 axis_taps const& taps, int out_rows, std::int16_t* out, std::size_t out_stride) {
-  // Whole blocks of 16: the rows (q7_rows) are padded for it.
-  active().filter_pass(in, in_stride, round_up<std::size_t>(count, 16), taps, out_rows, out,
-                       out_stride);
+                 axis_taps const& taps, int out_rows, pass_output out) {
+  auto const& k = active();
+  (Turned ? k.filter_pass_turned : k.filter_pass)(in, in_stride, round_up<std::size_t>(count, 16),
+                                                  taps, out_rows, out);
+}
+template <bool Turned = false>
+void filter_rows(std::uint8_t const* in, std::size_t in_stride, std::size_t count,
+                 axis_taps const& taps, int out_rows, pass_output out) {
+  auto const& k = active();
+  (Turned ? k.filter_pass_bytes_turned : k.filter_pass_bytes)(
+      in, in_stride, round_up<std::size_t>(count, 16), taps, out_rows, out);
 }
 
 // Per-thread int16 rows for the passes, grown as needed and reused.
@@ -633,78 +639,125 @@ std::uint8_t* rgbx_buffer::reset(int width, int height) {
   return bytes_.data();
 }
 
-void resize_rgbx_to_rgb(rgbx_view const& source, crop_area const& area, std::span<std::uint8_t> out,
-                        int out_width, int out_height, bool mirror) {
+namespace {
+
+// The whole samples that `area` (image pixels) touches in a plane of `width` x `height` samples,
+// each covering `x_step` x `y_step` pixels (1 x 1: RGBX pixels, or full-resolution planes): the
+// window the filters read from, and the area in the window's samples.
+struct sample_window {
+  int x0 = 0;
+  int y0 = 0;
+  int cols = 0;
+  int rows = 0;
+  crop_area area;
+};
+
+sample_window window_of(crop_area const& area, int width, int height, int x_step, int y_step) {
+  double const ax = area.x / x_step;
+  double const ay = area.y / y_step;
+  double const aw = area.width / x_step;
+  double const ah = area.height / y_step;
+  sample_window w;
+  w.x0 = std::clamp(static_cast<int>(std::floor(ax)), 0, width - 1);
+  w.y0 = std::clamp(static_cast<int>(std::floor(ay)), 0, height - 1);
+  w.cols = std::clamp(static_cast<int>(std::ceil(ax + aw - 1e-9)), w.x0 + 1, width) - w.x0;
+  w.rows = std::clamp(static_cast<int>(std::ceil(ay + ah - 1e-9)), w.y0 + 1, height) - w.y0;
+  // Within the window's samples (a subsampled plane's last one may cover the image's edge only
+  // in part).
+  double const x = ax - w.x0;
+  double const y = ay - w.y0;
+  w.area = {x, y, std::min(aw, w.cols - x), std::min(ah, w.rows - y)};
+  return w;
+}
+
+// Both filter passes of one window, whose taps `vertical` and `horizontal` were made for it:
+// samples of `Channels` bytes (4: RGBX pixels; 1: a plane), rows `stride` bytes apart from
+// `data` (the window's first sample), resampled to `out_width` x `out_height` and mirrored
+// left-right when `mirror`: `out_height` rows of `Channels` x `out_width` int16 (Q7) in `result`.
+// Both passes filter down the rows, where SIMD takes whole rows at once: the rows first, then
+// the columns, turned into rows, and back. RGBX pixels are turned by the passes' own stores;
+// a plane's samples by transposes after each pass. `down` and `turned` are scratch.
+template <int Channels>
+std::int16_t const* filter_window(std::uint8_t const* data, std::size_t stride,
+                                  sample_window const& window, axis_taps const& vertical,
+                                  axis_taps const& horizontal, int out_width, int out_height,
+                                  bool mirror, q7_rows& down, q7_rows& turned, q7_rows& result) {
+  static_assert(Channels == 1 || Channels == 4);
+  std::size_t const row_values = Channels * static_cast<std::size_t>(window.cols);
+  std::size_t const column_values = Channels * static_cast<std::size_t>(out_height);
+  std::int16_t* const upright =
+      result.reset(Channels * static_cast<std::size_t>(out_width), out_height);
+  if constexpr (Channels == 4) {
+    std::int16_t* const t = turned.reset(column_values, window.cols);  // cols x out_height
+    filter_rows<true>(data, stride, row_values, vertical, out_height, {t, turned.stride(), false});
+    filter_rows<true>(t, turned.stride(), column_values, horizontal, out_width,
+                      {upright, result.stride(), mirror});
+  } else {
+    auto const& k = active();
+    std::int16_t* const d = down.reset(row_values, out_height);  // out_height x cols
+    filter_rows(data, stride, row_values, vertical, out_height, {d, down.stride()});
+    std::int16_t* const t = turned.reset(column_values, window.cols);  // cols x out_height
+    k.transpose16(d, down.stride(), round_up(out_height, 8), round_up(window.cols, 8), false, t,
+                  turned.stride());
+    std::int16_t* const f = down.reset(column_values, out_width);  // out_width x out_height
+    filter_rows(t, turned.stride(), column_values, horizontal, out_width, {f, down.stride()});
+    k.transpose16(f, down.stride(), out_width, round_up(out_height, 8), mirror, upright,
+                  result.stride());
+  }
+  return upright;
+}
+
+// The window of `area` in a plane of `width` x `height` samples and the taps of both axes for it.
+sample_window prepare(crop_area const& area, int width, int height, int x_step, int y_step,
+                      int out_width, int out_height, axis_taps& vertical, axis_taps& horizontal) {
+  sample_window const w = window_of(area, width, height, x_step, y_step);
+  make_taps(vertical, w.area.y, w.area.height, w.rows, out_height);
+  make_taps(horizontal, w.area.x, w.area.width, w.cols, out_width);
+  return w;
+}
+
+void expect_geometry(int source_width, int source_height, crop_area const& area,
+                     std::span<std::uint8_t> out, int out_width, int out_height, char const* what) {
   GPUFEED_EXPECTS(out_width > 0 && out_height > 0 &&
                       out.size() == 3 * static_cast<std::size_t>(out_width) *
                                         static_cast<std::size_t>(out_height),
-                  "resize_rgbx_to_rgb: the output has the wrong size");
+                  std::string{what} + ": the output has the wrong size");
   GPUFEED_EXPECTS(area.width > 0 && area.height > 0 && area.x >= 0 && area.y >= 0 &&
-                      area.x + area.width <= source.width + 1e-6 &&
-                      area.y + area.height <= source.height + 1e-6,
-                  "resize_rgbx_to_rgb: the crop is not inside the image");
-  // The whole pixels the area touches: the window the filters read from.
-  int const x0 = std::min(static_cast<int>(std::floor(area.x)), source.width - 1);
-  int const y0 = std::min(static_cast<int>(std::floor(area.y)), source.height - 1);
-  int const x1 =
-      std::clamp(static_cast<int>(std::ceil(area.x + area.width - 1e-9)), x0 + 1, source.width);
-  int const y1 =
-      std::clamp(static_cast<int>(std::ceil(area.y + area.height - 1e-9)), y0 + 1, source.height);
-  int const cols = x1 - x0;
-  int const rows = y1 - y0;
-  if (cols == out_width && rows == out_height && is_copy(area, out_width, out_height)) {
-    for (int r = 0; r < out_height; ++r) {  // nothing to filter: a copy
-      active().copy_row(
-          source.data + static_cast<std::size_t>(y0 + r) * source.stride +
-              4 * static_cast<std::size_t>(x0),
-          out_width, mirror,
-          out.data() + 3 * static_cast<std::size_t>(out_width) * static_cast<std::size_t>(r));
+                      area.x + area.width <= source_width + 1e-6 &&
+                      area.y + area.height <= source_height + 1e-6,
+                  std::string{what} + ": the crop is not inside the image");
+}
+
+}  // namespace
+
+void resize_rgbx_to_rgb(rgbx_view const& source, crop_area const& area, std::span<std::uint8_t> out,
+                        int out_width, int out_height, bool mirror) {
+  expect_geometry(source.width, source.height, area, out, out_width, out_height,
+                  "resize_rgbx_to_rgb");
+  auto const& k = active();
+  auto const row_out = [&](int r) {
+    return out.data() + 3 * static_cast<std::size_t>(out_width) * static_cast<std::size_t>(r);
+  };
+  if (is_copy(area, out_width, out_height)) {  // nothing to filter: a copy
+    auto const x0 = static_cast<std::size_t>(area.x);
+    auto const y0 = static_cast<std::size_t>(area.y);
+    for (int r = 0; r < out_height; ++r) {
+      k.copy_row(source.data + (y0 + static_cast<std::size_t>(r)) * source.stride + 4 * x0,
+                 out_width, mirror, row_out(r));
     }
     return;
   }
-
-  thread_local axis_taps vertical;
-  thread_local axis_taps horizontal;
-  thread_local q7_rows widened;
-  thread_local q7_rows down;
-  thread_local q7_rows across;
-  thread_local q7_rows filtered;
-  make_taps(vertical, area.y - y0, area.height, rows, out_height);
-  make_taps(horizontal, area.x - x0, area.width, cols, out_width);
-  auto const& k = active();
-
-  // The window's rows in Q7, only those the vertical filter reads.
-  int const first_row = vertical.first.front();
-  int const end_row = vertical.first.back() + vertical.taps;
-  std::size_t const row_values = 4 * static_cast<std::size_t>(cols);
-  std::int16_t* const wide = widened.reset(row_values, end_row - first_row);
-  for (int r = first_row; r < end_row; ++r) {
-    // Whole blocks of 16 bytes: the rows are padded (rgbx_buffer).
-    k.widen(source.data + static_cast<std::size_t>(y0 + r) * source.stride +
-                4 * static_cast<std::size_t>(x0),
-            round_up<std::size_t>(row_values, 16),
-            wide + static_cast<std::size_t>(r - first_row) * widened.stride());
-  }
-  // Both passes filter down the rows, where SIMD takes whole rows at once: the rows first, then
-  // the columns, turned into rows by a transpose, and back (mirrored when asked) at the end.
-  std::int16_t* const d = down.reset(row_values, out_height);  // out_height x cols
-  filter_rows(
-      wide - static_cast<std::ptrdiff_t>(first_row) * static_cast<std::ptrdiff_t>(widened.stride()),
-      widened.stride(), row_values, vertical, out_height, d, down.stride());
-  std::size_t const column_values = 4 * static_cast<std::size_t>(out_height);
-  std::int16_t* const a = across.reset(column_values, cols);  // cols x out_height
-  k.transpose(d, down.stride(), out_height, round_up(cols, 4), false, a, across.stride());
-  std::int16_t* const f = filtered.reset(column_values, out_width);  // out_width x out_height
-  filter_rows(a, across.stride(), column_values, horizontal, out_width, f, filtered.stride());
-  std::size_t const out_values = 4 * static_cast<std::size_t>(out_width);
-  std::int16_t* const upright = down.reset(out_values, out_height);  // out_height x out_width
-  k.transpose(f, filtered.stride(), out_width, round_up(out_height, 4), mirror, upright,
-              down.stride());
-  for (int r = 0; r < out_height; ++r) {
-    k.narrow_rgb(
-        upright + static_cast<std::size_t>(r) * down.stride(), static_cast<std::size_t>(out_width),
-        r + 1 < out_height,
-        out.data() + 3 * static_cast<std::size_t>(out_width) * static_cast<std::size_t>(r));
+  thread_local axis_taps vertical, horizontal;
+  thread_local q7_rows down, turned, upright;
+  sample_window const w =
+      prepare(area, source.width, source.height, 1, 1, out_width, out_height, vertical, horizontal);
+  std::int16_t const* const rgbx = filter_window<4>(
+      source.data + static_cast<std::size_t>(w.y0) * source.stride +
+          4 * static_cast<std::size_t>(w.x0),
+      source.stride, w, vertical, horizontal, out_width, out_height, mirror, down, turned, upright);
+  for (int r = 0; r < out_height; ++r) {  // bytes in RGB order, a row at a time
+    k.narrow_rgb(rgbx + static_cast<std::size_t>(r) * upright.stride(),
+                 static_cast<std::size_t>(out_width), r + 1 < out_height, row_out(r));
   }
 }
 
@@ -717,91 +770,38 @@ bool is_copy(crop_area const& area, int out_width, int out_height) noexcept {
          area.height == out_height;
 }
 
-namespace {
-
-// One plane through both passes: `area` (image pixels) of `plane`, resampled to `out_width` x
-// `out_height` values, left transposed: out_width rows of out_height int16 (Q7) in `across`.
-std::int16_t const* plane_passes(plane_view const& plane, crop_area const& area, int out_width,
-                                 int out_height, axis_taps& vertical, axis_taps& horizontal,
-                                 q7_rows& widened, q7_rows& down, q7_rows& turned,
-                                 q7_rows& across) {
-  auto const& k = active();
-  // The area in the plane's samples: a subsampled plane's sample covers x_step x y_step pixels.
-  double const ax = area.x / plane.x_step;
-  double const ay = area.y / plane.y_step;
-  double const aw = area.width / plane.x_step;
-  double const ah = area.height / plane.y_step;
-  int const x0 = std::clamp(static_cast<int>(std::floor(ax)), 0, plane.width - 1);
-  int const y0 = std::clamp(static_cast<int>(std::floor(ay)), 0, plane.height - 1);
-  int const x1 = std::clamp(static_cast<int>(std::ceil(ax + aw - 1e-9)), x0 + 1, plane.width);
-  int const y1 = std::clamp(static_cast<int>(std::ceil(ay + ah - 1e-9)), y0 + 1, plane.height);
-  int const cols = x1 - x0;
-  int const rows = y1 - y0;
-  // Within the plane's samples (its last one may cover the image's edge only in part).
-  make_taps(vertical, ay - y0, std::min(ah, rows - (ay - y0)), rows, out_height);
-  make_taps(horizontal, ax - x0, std::min(aw, cols - (ax - x0)), cols, out_width);
-
-  int const first_row = vertical.first.front();
-  int const end_row = vertical.first.back() + vertical.taps;
-  auto const values = static_cast<std::size_t>(cols);
-  std::int16_t* const wide = widened.reset(values, end_row - first_row);
-  for (int r = first_row; r < end_row; ++r) {
-    // Whole blocks of 16 bytes: the planes' rows are padded (decode_planes).
-    k.widen(
-        plane.data + static_cast<std::size_t>(y0 + r) * plane.stride + static_cast<std::size_t>(x0),
-        round_up<std::size_t>(values, 16),
-        wide + static_cast<std::size_t>(r - first_row) * widened.stride());
-  }
-  std::int16_t* const d = down.reset(values, out_height);  // out_height x cols
-  filter_rows(
-      wide - static_cast<std::ptrdiff_t>(first_row) * static_cast<std::ptrdiff_t>(widened.stride()),
-      widened.stride(), values, vertical, out_height, d, down.stride());
-  std::int16_t* const t = turned.reset(static_cast<std::size_t>(out_height), cols);
-  k.transpose16(d, down.stride(), round_up(out_height, 8), round_up(cols, 8), false, t,
-                turned.stride());
-  std::int16_t* const a = across.reset(static_cast<std::size_t>(out_height), out_width);
-  filter_rows(t, turned.stride(), static_cast<std::size_t>(out_height), horizontal, out_width, a,
-              across.stride());
-  return a;
-}
-
-}  // namespace
-
 void resize_ycc_to_rgb(ycc_view const& source, crop_area const& area, std::span<std::uint8_t> out,
                        int out_width, int out_height, bool mirror) {
-  GPUFEED_EXPECTS(out_width > 0 && out_height > 0 &&
-                      out.size() == 3 * static_cast<std::size_t>(out_width) *
-                                        static_cast<std::size_t>(out_height),
-                  "resize_ycc_to_rgb: the output has the wrong size");
-  GPUFEED_EXPECTS(area.width > 0 && area.height > 0 && area.x >= 0 && area.y >= 0 &&
-                      area.x + area.width <= source.width + 1e-6 &&
-                      area.y + area.height <= source.height + 1e-6,
-                  "resize_ycc_to_rgb: the crop is not inside the image");
-  // Per thread and reused; the chroma planes share their taps (the same geometry).
+  expect_geometry(source.width, source.height, area, out, out_width, out_height,
+                  "resize_ycc_to_rgb");
+  // Per thread and reused. The chroma planes have the same geometry (planar() checks): one
+  // window and one set of taps for both.
   thread_local axis_taps luma_v, luma_h, chroma_v, chroma_h;
-  thread_local q7_rows widened, down, turned, luma, blue, red;
-  std::int16_t const* const y = plane_passes(source.y, area, out_width, out_height, luma_v, luma_h,
-                                             widened, down, turned, luma);
-  std::int16_t const* const cb = plane_passes(source.cb, area, out_width, out_height, chroma_v,
-                                              chroma_h, widened, down, turned, blue);
-  std::int16_t const* const cr = plane_passes(source.cr, area, out_width, out_height, chroma_v,
-                                              chroma_h, widened, down, turned, red);
+  thread_local q7_rows down, turned, luma, blue, red;
+  auto const start = [](plane_view const& p, sample_window const& w) {
+    return p.data + static_cast<std::size_t>(w.y0) * p.stride + static_cast<std::size_t>(w.x0);
+  };
+  plane_view const& y_plane = source.y;
+  sample_window const yw = prepare(area, y_plane.width, y_plane.height, y_plane.x_step,
+                                   y_plane.y_step, out_width, out_height, luma_v, luma_h);
+  std::int16_t const* const y =
+      filter_window<1>(start(y_plane, yw), y_plane.stride, yw, luma_v, luma_h, out_width,
+                       out_height, mirror, down, turned, luma);
+  sample_window const cw = prepare(area, source.cb.width, source.cb.height, source.cb.x_step,
+                                   source.cb.y_step, out_width, out_height, chroma_v, chroma_h);
+  std::int16_t const* const cb =
+      filter_window<1>(start(source.cb, cw), source.cb.stride, cw, chroma_v, chroma_h, out_width,
+                       out_height, mirror, down, turned, blue);
+  std::int16_t const* const cr =
+      filter_window<1>(start(source.cr, cw), source.cr.stride, cw, chroma_v, chroma_h, out_width,
+                       out_height, mirror, down, turned, red);
+  // Colour, bytes and RGB order in one pass per row.
   auto const& k = active();
-  // Each plane upright again (mirrored when asked), then colour, bytes and RGB order in one pass
-  // per row. The first passes' buffers are free by now.
   std::size_t const row_values = static_cast<std::size_t>(out_width);
-  int const columns = round_up(out_height, 8);
-  std::int16_t* const y_up = widened.reset(row_values, out_height);
-  std::int16_t* const cb_up = down.reset(row_values, out_height);
-  std::int16_t* const cr_up = turned.reset(row_values, out_height);
-  k.transpose16(y, luma.stride(), out_width, columns, mirror, y_up, widened.stride());
-  k.transpose16(cb, blue.stride(), out_width, columns, mirror, cb_up, down.stride());
-  k.transpose16(cr, red.stride(), out_width, columns, mirror, cr_up, turned.stride());
   for (int r = 0; r < out_height; ++r) {
     auto const at = static_cast<std::size_t>(r);
-    k.ycc_to_rgb(y_up + at * widened.stride(), cb_up + at * down.stride(),
-                 cr_up + at * turned.stride(), row_values, r + 1 < out_height,
-                 out.data() + 3 * row_values * at);
+    k.ycc_to_rgb(y + at * luma.stride(), cb + at * blue.stride(), cr + at * red.stride(),
+                 row_values, r + 1 < out_height, out.data() + 3 * row_values * at);
   }
 }
 

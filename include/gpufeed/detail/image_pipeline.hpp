@@ -7,7 +7,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -18,24 +17,6 @@
 #include "gpufeed/sample_view.hpp"
 
 namespace gpufeed::detail {
-
-/// @brief An image's size as its header states it.
-struct image_extent {
-  int width = 0;
-  int height = 0;
-};
-
-/// @brief Where a JPEG's markers say what `image_pipeline` needs: the frame size (SOF) and
-/// whether the entropy-coded data is followed by an end-of-image marker.
-struct jpeg_header {
-  image_extent extent;
-  bool complete = false;  ///< an EOI marker follows the first scan
-};
-
-/// @brief Parses a JPEG's markers; nullopt when `bytes` is not a JPEG or its markers are broken
-/// before the first scan. Never reads past `bytes`.
-[[nodiscard]] std::optional<jpeg_header> parse_jpeg_header(
-    std::span<unsigned char const> bytes) noexcept;
 
 /// @brief Reads a whole file into `buffer` (resized to fit) with POSIX open/read.
 /// @throws file_error naming `path` (with the system's reason) if it cannot be opened or read,

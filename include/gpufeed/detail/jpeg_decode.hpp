@@ -55,6 +55,11 @@ class jpeg_reader {
   jpeg_reader(jpeg_reader&&) = delete;
   jpeg_reader& operator=(jpeg_reader&&) = delete;
 
+  /// @brief Whether an end-of-image marker (FF D9) follows the start of the first scan. libjpeg
+  /// only warns about a missing one and pads the rest of the image with grey, after decoding
+  /// the rows that are there; this tells such a truncated file before any row is decoded.
+  [[nodiscard]] bool complete() const noexcept;
+
   /// @brief The image's size as its frame header states it.
   [[nodiscard]] int width() const noexcept;
   [[nodiscard]] int height() const noexcept;
