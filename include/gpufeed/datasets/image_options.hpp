@@ -71,6 +71,15 @@ struct image_options {
   /// output size: faster, with chroma that differs from a full RGB decode's by under a grey
   /// level on average (more at sharp colour edges). Smaller crops take cropped_decoding.
   bool planar_decoding = true;
+  /// Read each JPEG's compressed data to the end of the image (true, the default), so that damage
+  /// or truncation anywhere in the file is an error, even below the crop, as PIL fails on a
+  /// truncated file. false: stop decoding after the last row the crop (or the output) needs, and
+  /// check only the part read: the pixels are the same, and damage or truncation further down
+  /// goes unnoticed. That saves the entropy decoding of the rows under the crop: about a sixth of
+  /// the decode for random crops, a few percent for the centre crop (measured in
+  /// docs/benchmarks/demo-and-decode.md). Baseline JPEGs only: a progressive one is read whole
+  /// either way; PNG is always decoded whole.
+  bool check_whole_file = true;
 };
 
 /// @brief Where an image dataset's workers spent their time, summed over workers, since the
