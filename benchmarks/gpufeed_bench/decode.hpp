@@ -39,7 +39,8 @@ struct decode_config {
   std::string limit_dct = "fast";
   /// Which pipelines each case runs against the same limit: "on" (image_options::
   /// check_whole_file, the default: every JPEG read to its end), "off" (decoding stops after the
-  /// crop's last row) or "both" (each repeat runs the limit, then "on", then "off").
+  /// crop's last row) or "both" (each repeat runs the limit, then "on" and "off", in the
+  /// opposite order every other repeat).
   std::string check_whole_file = "both";
 };
 
