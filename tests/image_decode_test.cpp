@@ -67,6 +67,15 @@ struct jpeg_layout {
   int restart_rows = 0;  // a restart marker every so many MCU rows (0: none)
 };
 
+// The four chroma samplings and a progressive file, named for file names and messages.
+std::vector<std::pair<std::string, jpeg_layout>> sampled_layouts() {
+  return {{"420", {}},
+          {"422", {.h_luma = 2, .v_luma = 1}},
+          {"440", {.h_luma = 1, .v_luma = 2}},
+          {"444", {.h_luma = 1, .v_luma = 1}},
+          {"progressive", {.progressive = true}}};
+}
+
 // `rgb` encoded by libjpeg with the sampling and options of `layout` (OpenCV offers only 4:2:0).
 std::vector<unsigned char> encode_jpeg(cv::Mat const& rgb, jpeg_layout const& layout) {
   jpeg_compress_struct info{};
@@ -344,12 +353,7 @@ difference compare(pixels const& a, pixels const& b) {
 // chroma sampling, at full and reduced size. And it is taken: it decodes whole images.
 TEST(image_decode_test, PlanarDecodingIsCloseToRgbDecoding) {
   temp_dir dir;
-  std::vector<std::pair<std::string, jpeg_layout>> const layouts{
-      {"420", {}},
-      {"422", {.h_luma = 2, .v_luma = 1}},
-      {"440", {.h_luma = 1, .v_luma = 2}},
-      {"444", {.h_luma = 1, .v_luma = 1}},
-      {"progressive", {.progressive = true}}};
+  auto const layouts = sampled_layouts();
   for (std::size_t i = 0; i < layouts.size(); ++i) {
     write_bytes(
         dir.path() / "c" / (layouts[i].first + ".jpg"),
@@ -460,14 +464,9 @@ TEST(image_decode_test, PortableKernelsGiveTheSamePixels) {
 // decode of another image of the same size, so rows it left out would show that image's.
 TEST(image_decode_test, StoppingAfterTheCropKeepsThePixels) {
   temp_dir dir;
-  std::vector<std::pair<std::string, jpeg_layout>> const layouts{
-      {"420", {}},
-      {"422", {.h_luma = 2, .v_luma = 1}},
-      {"440", {.h_luma = 1, .v_luma = 2}},
-      {"444", {.h_luma = 1, .v_luma = 1}},
-      {"grey", {.grey = true}},
-      {"restarts", {.restart_rows = 2}},
-      {"progressive", {.progressive = true}}};
+  auto layouts = sampled_layouts();
+  layouts.push_back({"grey", {.grey = true}});
+  layouts.push_back({"restarts", {.restart_rows = 2}});
   for (std::size_t i = 0; i < layouts.size(); ++i) {
     for (unsigned variant = 0; variant < 2; ++variant) {
       write_bytes(dir.path() / "c" / (layouts[i].first + std::to_string(variant) + ".jpg"),
