@@ -297,7 +297,8 @@ decoded_image decode_jpeg(std::span<unsigned char const> encoded, std::string co
   int const reduction = jpeg_reduction(o, box.w, box.h);
   if (reduction > 1) reader.set_reduction(reduction);
   d.area = scaled(box, d.source, {reader.decoded_width(), reader.decoded_height()});
-  // The planar path decodes every row and column; the cropped one only those the crop needs,
+  // The planar path decodes every column, and every row (or, without check_whole_file, those
+  // down to the crop's last); the cropped one only the rows and columns the crop needs,
   // but to RGB. The planar path is the quicker from about half the area on (planar_min_share):
   // the entropy decoding, which no path avoids, weighs more than the rows a crop skips.
   double const covered = d.area.width * d.area.height /

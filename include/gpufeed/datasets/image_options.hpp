@@ -73,12 +73,14 @@ struct image_options {
   bool planar_decoding = true;
   /// Read each JPEG's compressed data to the end of the image (true, the default), so that damage
   /// or truncation anywhere in the file is an error, even below the crop, as PIL fails on a
-  /// truncated file. false: stop decoding after the last row the crop (or the output) needs, and
-  /// check only the part read: the pixels are the same, and damage or truncation further down
-  /// goes unnoticed. That saves the entropy decoding of the rows under the crop: about a sixth of
-  /// the decode for random crops, a few percent for the centre crop (measured in
-  /// docs/benchmarks/demo-and-decode.md). Baseline JPEGs only: a progressive one is read whole
-  /// either way; PNG is always decoded whole.
+  /// truncated file. false: stop decoding after the last row the crop needs and check only the
+  /// part read. The pixels are the same; what is given up is noticing damage or truncation
+  /// further down (another epoch's crop that reaches it still fails). What is gained is the
+  /// entropy decoding of the rows under the crop: 5-13 % more images/s with random crops and
+  /// 4-7 % with the centre crop on 400-500 px photographs, none for crops that reach the bottom
+  /// (docs/benchmarks/decode-runs/issue14d/, commit e7dde78). Baseline JPEGs on the cropped or
+  /// planar path only: a progressive JPEG is read whole either way, as is every row on the RGB
+  /// path without cropped_decoding; PNG is always decoded whole.
   bool check_whole_file = true;
 };
 
