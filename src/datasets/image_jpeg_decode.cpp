@@ -100,6 +100,7 @@ struct jpeg_reader::state {
   jpeg_failure failure{};
   bool complete = false;    // an end-of-image marker follows the first scan's start
   bool read_to_end = true;  // set_read_to_end
+  int planar_rows = 0;      // rows decode_planes decoded
 
   state() noexcept {
     info.err = jpeg_std_error(&failure.mgr);
@@ -258,9 +259,10 @@ bool start_raw(jpeg_state& info, jpeg_failure& failure) noexcept {
 
 // Reads the iMCU rows of the planes into `pixels` (laid out as `layout` says): all of them and
 // on to the end of the image when `to_end`, so that damage anywhere is reported; else those
-// that cover the image's rows [0, rows_needed) and stops.
+// that cover the image's rows [0, rows_needed) and stops. `rows_read`: the image's rows read.
 bool read_raw(jpeg_state& info, jpeg_failure& failure, plane_layout const& layout,
-              unsigned char* pixels, JDIMENSION rows_needed, bool to_end) noexcept {
+              unsigned char* pixels, JDIMENSION rows_needed, bool to_end,
+              JDIMENSION& rows_read) noexcept {
   if (setjmp(failure.jump) != 0) return false;
   constexpr int max_rows = 2 * DCTSIZE;  // v_samp_factor <= 2 (planar() checks)
   JSAMPROW rows[3][max_rows];
@@ -276,6 +278,7 @@ bool read_raw(jpeg_state& info, jpeg_failure& failure, plane_layout const& layou
     }
     if (jpeg_read_raw_data(&info, planes, lines) == 0) return false;
   }
+  rows_read = std::min(info.output_scanline, info.output_height);
   if (!to_end) {
     jpeg_abort_decompress(&info);
     return true;
@@ -314,6 +317,10 @@ jpeg_reader::jpeg_reader(std::span<unsigned char const> bytes, std::string name)
   // The header is read up to the first scan: the memory source now points at its data.
   jpeg_source_mgr const& source = *state_->info.src;
   state_->complete = has_end_marker(source.next_input_byte, source.bytes_in_buffer);
+}
+
+int jpeg_reader::planar_rows() const noexcept {
+  return state_->planar_rows;
 }
 
 bool jpeg_reader::complete() const noexcept {
@@ -428,9 +435,11 @@ ycc_view jpeg_reader::decode_planes(std::vector<std::uint8_t>& buffer, int rows)
   plane_layout const layout = layout_planes(info);
   if (buffer.size() < layout.bytes) buffer.resize(layout.bytes);
   auto const needed = static_cast<JDIMENSION>(std::max(rows, 0));
-  if (!read_raw(info, state_->failure, layout, buffer.data(), needed, state_->read_to_end)) {
+  JDIMENSION read = 0;
+  if (!read_raw(info, state_->failure, layout, buffer.data(), needed, state_->read_to_end, read)) {
     throw corrupt();
   }
+  state_->planar_rows = static_cast<int>(read);
   auto const plane = [&](std::size_t c) {
     plane_view view = layout.planes[c];
     view.data = buffer.data() + layout.offset[c];

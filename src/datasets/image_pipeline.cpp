@@ -308,7 +308,7 @@ decoded_image decode_jpeg(std::span<unsigned char const> encoded, std::string co
   if (planar) {
     d.ycc = reader.decode_planes(planes, static_cast<int>(std::ceil(d.area.y + d.area.height)));
     d.decoded_pixels =
-        static_cast<std::uint64_t>(d.ycc->width) * static_cast<std::uint64_t>(d.ycc->height);
+        static_cast<std::uint64_t>(d.ycc->width) * static_cast<std::uint64_t>(reader.planar_rows());
     return d;
   }
   pixel_rect want{0, 0, reader.decoded_width(), reader.decoded_height()};

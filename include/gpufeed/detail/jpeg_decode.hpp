@@ -97,6 +97,8 @@ class jpeg_reader {
   /// decode, and only when planar().
   /// @throws file_error as decode does.
   [[nodiscard]] ycc_view decode_planes(std::vector<std::uint8_t>& buffer, int rows);
+  /// @brief The decoded image's rows decode_planes decoded (all, unless it stopped early).
+  [[nodiscard]] int planar_rows() const noexcept;
 
  private:
   // libjpeg's message as the error to throw.
