@@ -17,6 +17,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,7 @@
 #include "gpufeed/detail/jpeg_decode.hpp"
 #include "gpufeed/detail/slot_layout.hpp"
 #include "gpufeed/error.hpp"
+#include "gpufeed/loader.hpp"
 #include "support/gdal_tsan_suppression.hpp"
 #include "support/image_fixtures.hpp"
 #include "support/reference_resize.hpp"
@@ -64,6 +66,15 @@ struct jpeg_layout {
   bool progressive = false;
   int restart_rows = 0;  // a restart marker every so many MCU rows (0: none)
 };
+
+// The four chroma samplings and a progressive file, named for file names and messages.
+std::vector<std::pair<std::string, jpeg_layout>> sampled_layouts() {
+  return {{"420", {}},
+          {"422", {.h_luma = 2, .v_luma = 1}},
+          {"440", {.h_luma = 1, .v_luma = 2}},
+          {"444", {.h_luma = 1, .v_luma = 1}},
+          {"progressive", {.progressive = true}}};
+}
 
 // `rgb` encoded by libjpeg with the sampling and options of `layout` (OpenCV offers only 4:2:0).
 std::vector<unsigned char> encode_jpeg(cv::Mat const& rgb, jpeg_layout const& layout) {
@@ -130,6 +141,29 @@ std::size_t differing_bytes(cv::Mat const& a, cv::Mat const& b) {
   cv::Mat diff;
   cv::absdiff(a, b, diff);
   return static_cast<std::size_t>(cv::countNonZero(diff.reshape(1)));
+}
+
+// Where the first scan's entropy-coded data starts in `jpeg` (after its SOS header).
+std::size_t scan_start(std::vector<unsigned char> const& jpeg) {
+  for (std::size_t i = 2; i + 3 < jpeg.size(); ++i) {
+    if (jpeg[i] == 0xFF && jpeg[i + 1] == 0xDA) {
+      return i + 2 + ((std::size_t{jpeg[i + 2]} << 8U) | jpeg[i + 3]);
+    }
+  }
+  return 0;
+}
+
+// `jpeg` with restart markers where none belongs, at `share` of its scan data: libjpeg reports
+// "premature end of data segment" when it reaches them.
+std::vector<unsigned char> with_bad_markers(std::vector<unsigned char> jpeg, double share) {
+  std::size_t const scan = scan_start(jpeg);
+  auto const at =
+      scan + static_cast<std::size_t>(static_cast<double>(jpeg.size() - 2 - scan) * share);
+  for (std::size_t i = 0; i < 16; i += 2) {
+    jpeg[at + i] = 0xFF;
+    jpeg[at + i + 1] = 0xD3;
+  }
+  return jpeg;
 }
 
 }  // namespace
@@ -212,26 +246,12 @@ TEST(image_decode_test, CroppedDecodingKeepsTheDatasetsPixels) {
 }
 
 // Damage in the rows under the crop, which are skipped and never reach the output, is still an
-// error: the entropy-coded data is read to its end.
+// error by default: the entropy-coded data is read to its end.
 TEST(image_decode_test, DamageOutsideTheCropIsAnError) {
   temp_dir dir;
   auto const good = encode_jpeg(make_photo(256, 512, 3), {});
-  std::size_t scan = 0;
-  for (std::size_t i = 2; i + 3 < good.size(); ++i) {
-    if (good[i] == 0xFF && good[i + 1] == 0xDA) {
-      scan = i + 2 + ((std::size_t{good[i + 2]} << 8U) | good[i + 3]);
-      break;
-    }
-  }
-  ASSERT_GT(scan, 0U);
-  // Restart markers where none belongs, at 95 % of the scan (near the bottom rows): libjpeg
-  // reports "premature end of data segment" when it reaches them.
-  auto damaged = good;
-  std::size_t const at = scan + (good.size() - 2 - scan) * 95 / 100;
-  for (std::size_t i = 0; i < 16; i += 2) {
-    damaged[at + i] = 0xFF;
-    damaged[at + i + 1] = 0xD3;
-  }
+  ASSERT_GT(scan_start(good), 0U);
+  auto const damaged = with_bad_markers(good, 0.95);  // near the bottom rows
   write_bytes(dir.path() / "good.jpg", good);
   write_bytes(dir.path() / "damaged.jpg", damaged);
   auto const csv = dir.path() / "list.csv";
@@ -333,12 +353,7 @@ difference compare(pixels const& a, pixels const& b) {
 // chroma sampling, at full and reduced size. And it is taken: it decodes whole images.
 TEST(image_decode_test, PlanarDecodingIsCloseToRgbDecoding) {
   temp_dir dir;
-  std::vector<std::pair<std::string, jpeg_layout>> const layouts{
-      {"420", {}},
-      {"422", {.h_luma = 2, .v_luma = 1}},
-      {"440", {.h_luma = 1, .v_luma = 2}},
-      {"444", {.h_luma = 1, .v_luma = 1}},
-      {"progressive", {.progressive = true}}};
+  auto const layouts = sampled_layouts();
   for (std::size_t i = 0; i < layouts.size(); ++i) {
     write_bytes(
         dir.path() / "c" / (layouts[i].first + ".jpg"),
@@ -441,4 +456,135 @@ TEST(image_decode_test, PortableKernelsGiveTheSamePixels) {
       }
     }
   }
+}
+
+// image_options::check_whole_file = false stops decoding after the crop's last row: every path
+// (cropped RGB, planar, reduced, whole) gives exactly the pixels of the checked decode, for every
+// chroma sampling, grey, restart-marker and progressive files. Each stopped decode follows the
+// decode of another image of the same size, so rows it left out would show that image's.
+TEST(image_decode_test, StoppingAfterTheCropKeepsThePixels) {
+  temp_dir dir;
+  auto layouts = sampled_layouts();
+  layouts.push_back({"grey", {.grey = true}});
+  layouts.push_back({"restarts", {.restart_rows = 2}});
+  for (std::size_t i = 0; i < layouts.size(); ++i) {
+    for (unsigned variant = 0; variant < 2; ++variant) {
+      write_bytes(dir.path() / "c" / (layouts[i].first + std::to_string(variant) + ".jpg"),
+                  encode_jpeg(make_photo(333, 250, static_cast<unsigned>(40 + 2 * i + variant)),
+                              layouts[i].second));
+    }
+  }
+  for (auto const resize : {resize_mode::random_resized_crop, resize_mode::center_crop}) {
+    for (int size : {224, 64}) {  // 64: DCT scaling for the larger crops
+      for (bool planar : {true, false}) {
+        image_options o{.height = size,
+                        .width = size,
+                        .resize = resize,
+                        .horizontal_flip = true,
+                        .planar_decoding = planar,
+                        .check_whole_file = false};
+        gpufeed::image_folder stopping{dir.path(), o};
+        o.check_whole_file = true;
+        gpufeed::image_folder checking{dir.path(), o};
+        for (std::uint64_t seed = 0; seed < 8; ++seed) {
+          for (std::size_t i = 0; i < stopping.size(); ++i) {
+            auto const stopped = read_one(stopping, i, seed);  // after the previous image
+            ASSERT_EQ(stopped, read_one(checking, i, seed))
+                << stopping.entries()[i].path << ", seed " << seed << ", output " << size
+                << (planar ? ", planar" : ", RGB")
+                << (resize == resize_mode::center_crop ? ", centre" : ", random");
+          }
+        }
+        // The planar path decodes fewer rows when it stops (every centre crop takes it here);
+        // the cropped RGB path decodes the crop's rows either way.
+        auto const stopped_pixels = stopping.stage_times().decoded_pixels;
+        auto const checked_pixels = checking.stage_times().decoded_pixels;
+        std::string const what = "output " + std::to_string(size) +
+                                 (resize == resize_mode::center_crop ? ", centre" : ", random");
+        if (planar) {
+          EXPECT_LT(stopped_pixels, checked_pixels) << what;
+        } else {
+          EXPECT_EQ(stopped_pixels, checked_pixels) << what;
+        }
+      }
+    }
+  }
+}
+
+// A file damaged or cut off below the crop: an error naming the file and the sample by default;
+// with check_whole_file = false the crop decodes, to the pixels of the undamaged file. Damage
+// inside the rows the crop needs is an error either way.
+TEST(image_decode_test, CheckWholeFileDecidesOnDamageBelowTheCrop) {
+  temp_dir dir;
+  auto const good = encode_jpeg(make_photo(256, 512, 3), {});
+  std::size_t const scan = scan_start(good);
+  ASSERT_GT(scan, 0U);
+  std::vector<unsigned char> const cut(  // the last 15 % of the scan and the end marker gone
+      good.begin(),
+      good.begin() + static_cast<std::ptrdiff_t>(scan + (good.size() - scan) * 85 / 100));
+  std::vector<std::string> const names{"good.jpg", "damaged-below.jpg", "cut-below.jpg",
+                                       "damaged-inside.jpg"};
+  write_bytes(dir.path() / names[0], good);
+  write_bytes(dir.path() / names[1], with_bad_markers(good, 0.95));
+  write_bytes(dir.path() / names[2], cut);
+  write_bytes(dir.path() / names[3], with_bad_markers(good, 0.5));
+  auto const csv = dir.path() / "list.csv";
+  {
+    std::FILE* f = std::fopen(csv.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      std::fprintf(f, "%s,%zu\n", names[i].c_str(), i);
+    }
+    std::fclose(f);
+  }
+  auto const expect_corrupt = [&](gpufeed::dataset const& d, std::size_t i,
+                                  std::string const& what) {
+    try {
+      (void)read_one(d, i, 0);
+      ADD_FAILURE() << names[i] << " was decoded (" << what << ")";
+    } catch (gpufeed::file_error const& e) {
+      EXPECT_EQ(e.path(), (dir.path() / names[i]).string()) << e.what();
+    }
+  };
+  // The centre 224 x 224 of a 256 x 512 image scaled by 7/8: source rows 128 .. 384 of 512.
+  for (bool planar : {true, false}) {
+    for (bool cropped : {true, false}) {
+      std::string const what =
+          std::string{planar ? "planar" : "RGB"} + (cropped ? ", cropped" : ", whole");
+      image_options o{.resize_to = 224,
+                      .cropped_decoding = cropped,
+                      .planar_decoding = planar,
+                      .check_whole_file = false};
+      gpufeed::file_list stopping{csv, o};
+      auto const want = read_one(stopping, 0, 0);
+      if (planar || cropped) {
+        EXPECT_EQ(read_one(stopping, 1, 0), want) << what;
+        EXPECT_EQ(read_one(stopping, 2, 0), want) << what;
+      } else {  // the RGB path without cropped_decoding decodes every row
+        expect_corrupt(stopping, 1, what + ", stopping");
+        expect_corrupt(stopping, 2, what + ", stopping");
+      }
+      expect_corrupt(stopping, 3, what + ", stopping");
+      o.check_whole_file = true;
+      gpufeed::file_list checking{csv, o};
+      EXPECT_EQ(read_one(checking, 0, 0), want) << what;
+      for (std::size_t i = 1; i < names.size(); ++i) expect_corrupt(checking, i, what);
+    }
+  }
+  // Through a loader, the default's error names the file and the sample.
+  auto const d = std::make_shared<gpufeed::file_list>(csv, image_options{.resize_to = 224});
+  gpufeed::loader l{d, gpufeed::loader_options{.batch_size = 1, .workers = 1}};
+  std::set<std::size_t> failed;
+  for (std::size_t s = 0; s < names.size(); ++s) {
+    try {
+      auto b = l.next();
+      ASSERT_TRUE(b.has_value());
+      EXPECT_EQ(b->indices()[0], 0U);
+    } catch (gpufeed::sample_error const& e) {
+      EXPECT_EQ(e.file(), (dir.path() / names[e.index()]).string()) << e.what();
+      EXPECT_NE(std::string{e.what()}.find(names[e.index()]), std::string::npos) << e.what();
+      failed.insert(e.index());
+    }
+  }
+  EXPECT_EQ(failed, (std::set<std::size_t>{1, 2, 3}));
 }

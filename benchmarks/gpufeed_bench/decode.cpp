@@ -133,6 +133,37 @@ double per_image_us(double after_s, double before_s, std::uint64_t images) {
   return images > 0 ? 1e6 * (after_s - before_s) / static_cast<double>(images) : 0.0;
 }
 
+// The check_whole_file settings --check-whole-file asks for, in the order each repeat runs them.
+std::vector<bool> whole_file_checks(std::string const& setting) {
+  if (setting == "on") return {true};
+  if (setting == "off") return {false};
+  return {true, false};
+}
+
+// One pipeline's measurements over the repeats of a case, each against that repeat's limit.
+struct pipeline_samples {
+  std::vector<double> rates, ratios, read_us, decode_us, resize_us, busy, decoded_share;
+
+  void add(pipeline_run const& run, double limit_rate) {
+    double const rate = static_cast<double>(run.delivered.samples) / run.seconds;
+    rates.push_back(rate);
+    ratios.push_back(ratio_or_zero(rate, limit_rate));
+    std::uint64_t const images = run.after.images - run.before.images;
+    read_us.push_back(per_image_us(run.after.read_s, run.before.read_s, images));
+    decode_us.push_back(per_image_us(run.after.decode_s, run.before.decode_s, images));
+    resize_us.push_back(per_image_us(run.after.resize_s, run.before.resize_s, images));
+    decoded_share.push_back(
+        ratio_or_zero(static_cast<double>(run.after.decoded_pixels - run.before.decoded_pixels),
+                      static_cast<double>(run.after.source_pixels - run.before.source_pixels)));
+    busy.push_back(run.stats.worker_busy_fraction());
+  }
+};
+
+// What a case's pipeline is called in the report: the default keeps the name it always had.
+std::string pipeline_name(decode_case const& c, bool check_whole_file) {
+  return check_whole_file ? c.name : c.name + " (check_whole_file=false)";
+}
+
 }  // namespace
 
 CLI::App* add_decode_command(CLI::App& app, decode_config& config) {
@@ -177,6 +208,14 @@ CLI::App* add_decode_command(CLI::App& app, decode_config& config) {
   add_value(*command, "--warmup", config.warmup, "Untimed batches before each timed loader run",
             "N");
   add_value(*command, "--seed", config.seed, "Seed of the generated set and of the shuffle", "N");
+  add_value(
+      *command, "--check-whole-file", config.check_whole_file,
+      "Which pipelines each case runs: on (image_options::check_whole_file, the default: "
+      "every JPEG read to its end, damage anywhere an error), off (decoding stops after the "
+      "crop's last row), or both, each repeat running the limit, then on and off (off and on in "
+      "every other repeat)",
+      "on|off|both")
+      ->check(CLI::IsMember({"on", "off", "both"}));
   add_value(*command, "--limit-dct", config.limit_dct,
             "The decode limit's inverse DCT: fast (JDCT_IFAST, as tjbench -fastdct; the goals' "
             "limit) or accurate (JDCT_ISLOW, libjpeg's default, which the pipeline uses as PIL "
@@ -193,7 +232,9 @@ CLI::App* add_decode_command(CLI::App& app, decode_config& config) {
       "under half the image needs (larger crops whole, as Y/Cb/Cr planes) at the smallest DCT "
       "scale that covers the output, and resizes into the batch. "
       "ratio = median over pairs of pipeline images/s / limit images/s; goals: whole >= 0.9, the "
-      "others >= 1.0. Per-image stage times come from image_folder::stage_times().");
+      "others >= 1.0, for each pipeline --check-whole-file runs (with both, the stopping one's "
+      "row also has its median of paired ratios to the checked one). Per-image stage times come "
+      "from image_folder::stage_times().");
   return command;
 }
 
@@ -218,11 +259,19 @@ report run_decode(decode_config const& config, std::ostream& progress) {
                            .quality = config.quality,
                            .seed = config.seed});
   }
-  std::vector<std::shared_ptr<gpufeed::image_folder const>> folders;
-  for (auto const& c : cases)
-    folders.push_back(std::make_shared<gpufeed::image_folder>(root, c.options));
+  std::vector<bool> const checks = whole_file_checks(config.check_whole_file);
+  // folders[case][k]: the case's pipeline with checks[k].
+  std::vector<std::vector<std::shared_ptr<gpufeed::image_folder const>>> folders;
+  for (auto const& c : cases) {
+    auto& per_check = folders.emplace_back();
+    for (bool const check : checks) {
+      auto options = c.options;
+      options.check_whole_file = check;
+      per_check.push_back(std::make_shared<gpufeed::image_folder>(root, options));
+    }
+  }
   // In memory for the limit, and in the page cache for the pipeline.
-  jpeg_files const files = read_all(folders.front()->entries());
+  jpeg_files const files = read_all(folders.front().front()->entries());
   std::uint64_t encoded_bytes = 0;
   for (auto const& f : files) encoded_bytes += f.size();
   std::uint64_t const images_per_run =
@@ -230,62 +279,73 @@ report run_decode(decode_config const& config, std::ostream& progress) {
   unsigned const threads = config.common.workers;
   progress << "decode: " << files.size() << " JPEGs (" << format_bytes(encoded_bytes) << "), "
            << threads << " workers/threads, " << images_per_run << " images per run, "
-           << config.repeats << " pairs per case\n";
+           << config.repeats << " repeats per case (limit, then check_whole_file "
+           << config.check_whole_file << ")\n";
 
   std::vector<double> all_limit_rates;
   std::vector<bench_result> rows;
   std::vector<goal> goals;
   for (std::size_t k = 0; k < cases.size(); ++k) {
     auto const& c = cases[k];
-    std::vector<double> limit_rates, rates, ratios, read_us, decode_us, resize_us, busy,
-        decoded_share;
+    std::vector<double> limit_rates;
+    std::vector<pipeline_samples> samples(checks.size());
     for (std::size_t r = 0; r < config.repeats; ++r) {
       auto const limit = measure_decode_limit(files, threads, images_per_run, dct);
-      auto const run = run_pipeline(folders[k], config, r);
       double const limit_rate = limit.images_per_s();
-      double const rate = static_cast<double>(run.delivered.samples) / run.seconds;
       limit_rates.push_back(limit_rate);
       all_limit_rates.push_back(limit_rate);
-      rates.push_back(rate);
-      ratios.push_back(ratio_or_zero(rate, limit_rate));
-      std::uint64_t const images = run.after.images - run.before.images;
-      read_us.push_back(per_image_us(run.after.read_s, run.before.read_s, images));
-      decode_us.push_back(per_image_us(run.after.decode_s, run.before.decode_s, images));
-      resize_us.push_back(per_image_us(run.after.resize_s, run.before.resize_s, images));
-      decoded_share.push_back(
-          ratio_or_zero(static_cast<double>(run.after.decoded_pixels - run.before.decoded_pixels),
-                        static_cast<double>(run.after.source_pixels - run.before.source_pixels)));
-      busy.push_back(run.stats.worker_busy_fraction());
       progress << "  " << c.name << " " << r + 1 << '/' << config.repeats << ": limit "
-               << format_rate(limit_rate) << "  pipeline " << format_rate(rate) << "  ratio "
-               << format_fixed(ratios.back(), 2) << '\n';
+               << format_rate(limit_rate);
+      // Every other repeat runs the pipelines in the opposite order, so that neither always
+      // comes first after the limit.
+      for (std::size_t i = 0; i < checks.size(); ++i) {
+        std::size_t const v = r % 2 == 0 ? i : checks.size() - 1 - i;
+        samples[v].add(run_pipeline(folders[k][v], config, r), limit_rate);
+        progress << "  " << (checks[v] ? "checked " : "stopping ")
+                 << format_rate(samples[v].rates.back()) << " ("
+                 << format_fixed(samples[v].ratios.back(), 2) << ')';
+      }
+      progress << '\n';
     }
-    bench_result row;
-    row.loader = "gpufeed image_folder: " + c.name;
-    row.samples_per_s = median(rates);
-    row.batches_per_s = *row.samples_per_s / static_cast<double>(config.common.batch_size);
-    row.bytes_per_s = *row.samples_per_s * static_cast<double>(c.options.height) *
-                      static_cast<double>(c.options.width) * 3.0;
-    row.ratio = median(ratios);
-    row.peak_rss_bytes = std::nullopt;
-    row.pinned_bytes = 0;
-    row.details = {{"case", c.name},
-                   {"pipeline", c.what},
-                   {"output", {c.options.height, c.options.width}},
-                   {"samples_per_s_runs", rates},
-                   {"limit_images_per_s_runs", limit_rates},
-                   {"ratio_runs", ratios},
-                   {"ratio_median_of_pairs", median(ratios)},
-                   {"read_us_per_image", median(read_us)},
-                   {"decode_us_per_image", median(decode_us)},
-                   {"resize_us_per_image", median(resize_us)},
-                   {"decoded_pixel_share", median(decoded_share)},
-                   {"worker_read_fraction", median(busy)}};
-    rows.push_back(std::move(row));
-    // The goals are against tjbench -fastdct's limit; the accurate limit is for analysis only.
-    if (dct == limit_dct::fast) {
-      goals.push_back(paired_goal("ratio to the decode limit: " + c.name, c.goal,
-                                  paired_rates{.peer = limit_rates, .loader = rates}));
+    for (std::size_t v = 0; v < checks.size(); ++v) {
+      auto const& s = samples[v];
+      std::string const name = pipeline_name(c, checks[v]);
+      bench_result row;
+      row.loader = "gpufeed image_folder: " + name;
+      row.samples_per_s = median(s.rates);
+      row.batches_per_s = *row.samples_per_s / static_cast<double>(config.common.batch_size);
+      row.bytes_per_s = *row.samples_per_s * static_cast<double>(c.options.height) *
+                        static_cast<double>(c.options.width) * 3.0;
+      row.ratio = median(s.ratios);
+      row.peak_rss_bytes = std::nullopt;
+      row.pinned_bytes = 0;
+      row.details = {{"case", c.name},
+                     {"pipeline", c.what},
+                     {"check_whole_file", checks[v]},
+                     {"output", {c.options.height, c.options.width}},
+                     {"samples_per_s_runs", s.rates},
+                     {"limit_images_per_s_runs", limit_rates},
+                     {"ratio_runs", s.ratios},
+                     {"ratio_median_of_pairs", median(s.ratios)},
+                     {"read_us_per_image", median(s.read_us)},
+                     {"decode_us_per_image", median(s.decode_us)},
+                     {"resize_us_per_image", median(s.resize_us)},
+                     {"decoded_pixel_share", median(s.decoded_share)},
+                     {"worker_read_fraction", median(s.busy)}};
+      if (!checks[v] && v > 0) {  // against the checked pipeline of the same repeats
+        std::vector<double> over_checked;
+        for (std::size_t r = 0; r < s.rates.size(); ++r) {
+          over_checked.push_back(ratio_or_zero(s.rates[r], samples[0].rates[r]));
+        }
+        row.details["over_check_whole_file_runs"] = over_checked;
+        row.details["over_check_whole_file_median_of_pairs"] = median(over_checked);
+      }
+      rows.push_back(std::move(row));
+      // The goals are against tjbench -fastdct's limit; the accurate limit is for analysis only.
+      if (dct == limit_dct::fast) {
+        goals.push_back(paired_goal("ratio to the decode limit: " + name, c.goal,
+                                    paired_rates{.peer = limit_rates, .loader = s.rates}));
+      }
     }
   }
 
@@ -304,6 +364,7 @@ report run_decode(decode_config const& config, std::ostream& progress) {
   rep.command = "decode";
   // The flags are added by main (config_of); these are what the run found.
   rep.config = {{"generated", config.folder.empty()},
+                {"check_whole_file", config.check_whole_file},
                 {"files", files.size()},
                 {"encoded_bytes", encoded_bytes}};
   rep.results.push_back(std::move(limit_row));

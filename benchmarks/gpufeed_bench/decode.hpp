@@ -37,6 +37,11 @@ struct decode_config {
   /// (JDCT_ISLOW, what the pipeline decodes with), to see how much of a gap the DCT makes; the
   /// goals are judged only against the fast limit (none are reported with "accurate").
   std::string limit_dct = "fast";
+  /// Which pipelines each case runs against the same limit: "on" (image_options::
+  /// check_whole_file, the default: every JPEG read to its end), "off" (decoding stops after the
+  /// crop's last row) or "both" (each repeat runs the limit, then "on" and "off", in the
+  /// opposite order every other repeat).
+  std::string check_whole_file = "both";
 };
 
 /// Registers the `decode` subcommand and its flags, which write into `config`.

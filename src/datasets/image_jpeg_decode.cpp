@@ -98,7 +98,9 @@ std::uint64_t max_pixels() {
 struct jpeg_reader::state {
   jpeg_decompress_struct info{};
   jpeg_failure failure{};
-  bool complete = false;  // an end-of-image marker follows the first scan's start
+  bool complete = false;    // an end-of-image marker follows the first scan's start
+  bool read_to_end = true;  // set_read_to_end
+  int planar_rows = 0;      // rows decode_planes decoded
 
   state() noexcept {
     info.err = jpeg_std_error(&failure.mgr);
@@ -170,10 +172,11 @@ bool start(jpeg_state& info, jpeg_failure& failure, row_request& request) noexce
 
 // Decodes the requested rows into `pixels` (rows of `stride` bytes, RGBX, and a spare one).
 // `staging` holds one row of libjpeg's output when that is not RGBX already (CMYK; RGB without
-// libjpeg-turbo), else null. Then reads the entropy-coded data to the end, so that damage anywhere
-// is reported.
+// libjpeg-turbo), else null. Then, when `to_end`, reads the entropy-coded data to the end, so
+// that damage anywhere is reported; else stops.
 bool read_rows(jpeg_state& info, jpeg_failure& failure, row_request const& request,
-               unsigned char* pixels, std::size_t stride, unsigned char* staging) noexcept {
+               unsigned char* pixels, std::size_t stride, unsigned char* staging,
+               bool to_end) noexcept {
   if (setjmp(failure.jump) != 0) return false;
   bool const cmyk = info.out_color_space == JCS_CMYK;
   std::size_t const width = info.output_width;
@@ -187,6 +190,10 @@ bool read_rows(jpeg_state& info, jpeg_failure& failure, row_request const& reque
     } else if (staging != nullptr) {
       rgb_row_to_rgbx(staging, dst, width);
     }
+  }
+  if (!to_end) {
+    jpeg_abort_decompress(&info);
+    return true;
   }
   // Skipped rows are only entropy-decoded (no inverse DCT, upsampling or colour conversion),
   // which reports damage below the rows asked for too. Not the last row: a skip to the end of
@@ -250,16 +257,19 @@ bool start_raw(jpeg_state& info, jpeg_failure& failure) noexcept {
   return true;
 }
 
-// Reads every iMCU row of the planes into `pixels` (laid out as `layout` says), then reads on
-// to the end of the image, so that damage anywhere is reported.
+// Reads the iMCU rows of the planes into `pixels` (laid out as `layout` says): all of them and
+// on to the end of the image when `to_end`, so that damage anywhere is reported; else those
+// that cover the image's rows [0, rows_needed) and stops. `rows_read`: the image's rows read.
 bool read_raw(jpeg_state& info, jpeg_failure& failure, plane_layout const& layout,
-              unsigned char* pixels) noexcept {
+              unsigned char* pixels, JDIMENSION rows_needed, bool to_end,
+              JDIMENSION& rows_read) noexcept {
   if (setjmp(failure.jump) != 0) return false;
   constexpr int max_rows = 2 * DCTSIZE;  // v_samp_factor <= 2 (planar() checks)
   JSAMPROW rows[3][max_rows];
   JSAMPARRAY planes[3] = {rows[0], rows[1], rows[2]};
   auto const lines = static_cast<JDIMENSION>(info.max_v_samp_factor * info.min_DCT_scaled_size);
-  for (std::size_t imcu = 0; info.output_scanline < info.output_height; ++imcu) {
+  JDIMENSION const end = to_end ? info.output_height : std::min(rows_needed, info.output_height);
+  for (std::size_t imcu = 0; info.output_scanline < end; ++imcu) {
     for (std::size_t c = 0; c < 3; ++c) {
       auto const n = static_cast<std::size_t>(layout.rows_per_call[c]);
       for (std::size_t r = 0; r < n; ++r) {
@@ -267,6 +277,11 @@ bool read_raw(jpeg_state& info, jpeg_failure& failure, plane_layout const& layou
       }
     }
     if (jpeg_read_raw_data(&info, planes, lines) == 0) return false;
+  }
+  rows_read = std::min(info.output_scanline, info.output_height);
+  if (!to_end) {
+    jpeg_abort_decompress(&info);
+    return true;
   }
   (void)jpeg_finish_decompress(&info);
   return true;
@@ -304,8 +319,16 @@ jpeg_reader::jpeg_reader(std::span<unsigned char const> bytes, std::string name)
   state_->complete = has_end_marker(source.next_input_byte, source.bytes_in_buffer);
 }
 
+int jpeg_reader::planar_rows() const noexcept {
+  return state_->planar_rows;
+}
+
 bool jpeg_reader::complete() const noexcept {
   return state_->complete;
+}
+
+void jpeg_reader::set_read_to_end(bool read_to_end) noexcept {
+  state_->read_to_end = read_to_end;
 }
 
 jpeg_reader::~jpeg_reader() = default;
@@ -379,7 +402,7 @@ rgbx_view jpeg_reader::decode(pixel_rect want, rgbx_buffer& buffer) {
     staging.resize(std::size_t{request.width} * 4U);
   }
   if (!read_rows(info, state_->failure, request, pixels, buffer.stride(),
-                 staged ? staging.data() : nullptr)) {
+                 staged ? staging.data() : nullptr, state_->read_to_end)) {
     throw corrupt();
   }
   return {pixels,
@@ -402,7 +425,7 @@ bool jpeg_reader::planar() const noexcept {
          info.comp_info[2].h_samp_factor == 1 && info.comp_info[2].v_samp_factor == 1;
 }
 
-ycc_view jpeg_reader::decode_planes(std::vector<std::uint8_t>& buffer) {
+ycc_view jpeg_reader::decode_planes(std::vector<std::uint8_t>& buffer, int rows) {
   GPUFEED_EXPECTS(planar(), "jpeg_reader::decode_planes: not a YCbCr JPEG it can decode");
   auto& info = state_->info;
   std::uint64_t const width = info.output_width;
@@ -411,7 +434,12 @@ ycc_view jpeg_reader::decode_planes(std::vector<std::uint8_t>& buffer) {
   if (!start_raw(info, state_->failure)) throw corrupt();
   plane_layout const layout = layout_planes(info);
   if (buffer.size() < layout.bytes) buffer.resize(layout.bytes);
-  if (!read_raw(info, state_->failure, layout, buffer.data())) throw corrupt();
+  auto const needed = static_cast<JDIMENSION>(std::max(rows, 0));
+  JDIMENSION read = 0;
+  if (!read_raw(info, state_->failure, layout, buffer.data(), needed, state_->read_to_end, read)) {
+    throw corrupt();
+  }
+  state_->planar_rows = static_cast<int>(read);
   auto const plane = [&](std::size_t c) {
     plane_view view = layout.planes[c];
     view.data = buffer.data() + layout.offset[c];

@@ -281,9 +281,11 @@ struct decoded_image {
 decoded_image decode_jpeg(std::span<unsigned char const> encoded, std::string const& name,
                           image_options const& o, random_stream& rng) {
   jpeg_reader reader{encoded, name};
-  if (!reader.complete()) {
+  // Without check_whole_file a truncated file fails only where the decode reaches its end.
+  if (o.check_whole_file && !reader.complete()) {
     throw file_error(name, "truncated JPEG (no end-of-image marker after the scan)");
   }
+  reader.set_read_to_end(o.check_whole_file);
   // Per thread, reused: the pixel buffers grow to the largest image a thread has decoded and
   // are not allocated again after that (libjpeg still allocates its own state for each image).
   thread_local rgbx_buffer pixels;
@@ -295,7 +297,8 @@ decoded_image decode_jpeg(std::span<unsigned char const> encoded, std::string co
   int const reduction = jpeg_reduction(o, box.w, box.h);
   if (reduction > 1) reader.set_reduction(reduction);
   d.area = scaled(box, d.source, {reader.decoded_width(), reader.decoded_height()});
-  // The planar path decodes every row and column; the cropped one only those the crop needs,
+  // The planar path decodes every column, and every row (or, without check_whole_file, those
+  // down to the crop's last); the cropped one only the rows and columns the crop needs,
   // but to RGB. The planar path is the quicker from about half the area on (planar_min_share):
   // the entropy decoding, which no path avoids, weighs more than the rows a crop skips.
   double const covered = d.area.width * d.area.height /
@@ -303,9 +306,9 @@ decoded_image decode_jpeg(std::span<unsigned char const> encoded, std::string co
   bool const planar = o.planar_decoding && reader.planar() && !is_copy(d.area, o.width, o.height) &&
                       (covered >= planar_min_share || !o.cropped_decoding);
   if (planar) {
-    d.ycc = reader.decode_planes(planes);
+    d.ycc = reader.decode_planes(planes, static_cast<int>(std::ceil(d.area.y + d.area.height)));
     d.decoded_pixels =
-        static_cast<std::uint64_t>(d.ycc->width) * static_cast<std::uint64_t>(d.ycc->height);
+        static_cast<std::uint64_t>(d.ycc->width) * static_cast<std::uint64_t>(reader.planar_rows());
     return d;
   }
   pixel_rect want{0, 0, reader.decoded_width(), reader.decoded_height()};

@@ -76,6 +76,7 @@ extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size
   o.horizontal_flip = (mode & 0x20U) != 0;
   o.reduced_decoding = (mode & 0x40U) == 0;
   if ((mode & 0x80U) != 0) o.jitter = {0.4F, 0.4F, 0.4F, 0.1F};
+  o.check_whole_file = (seed >> 63U) == 0;  // the mode's bits are all taken
   gpufeed::detail::image_pipeline const pipeline{o};
   std::vector<std::uint8_t> out(pipeline.bytes());
   try {

@@ -137,6 +137,32 @@ def test_a_corrupt_image_names_its_file(tmp_path):
     assert caught.value.file == str(broken) and caught.value.index == 3
 
 
+def test_check_whole_file_decides_whether_a_file_cut_below_the_crop_fails(tmp_path):
+    if not gpufeed._gpufeed.has_images:
+        pytest.skip("built without the image datasets (OpenCV)")
+    from PIL import Image
+
+    # A tall noisy picture: the centre crop needs its rows 96 to 160 of 256; the copy that lost
+    # the last 15 % of its bytes (and its end marker) still has them.
+    (tmp_path / "c").mkdir()
+    pixels = np.random.default_rng(5).integers(0, 255, (256, 64, 3), dtype=np.uint8)
+    Image.fromarray(pixels).save(tmp_path / "c" / "0-good.jpg", quality=90)
+    whole = (tmp_path / "c" / "0-good.jpg").read_bytes()
+    cut = tmp_path / "c" / "1-cut.jpg"
+    cut.write_bytes(whole[:len(whole) * 85 // 100])
+    options = dict(height=32, width=32, resize="center_crop", resize_to=32)
+
+    stopping = gpufeed.datasets.ImageFolder(tmp_path, check_whole_file=False, **options)
+    images, labels = next(iter(gpufeed.DataLoader(stopping, batch_size=2)))
+    assert labels.tolist() == [0, 0]
+    assert torch.equal(images[0], images[1])  # the cut file's crop is the whole file's
+
+    checking = gpufeed.datasets.ImageFolder(tmp_path, **options)  # the default: True
+    with pytest.raises(gpufeed.SampleError) as caught:
+        list(gpufeed.DataLoader(checking, batch_size=2))
+    assert caught.value.file == str(cut) and caught.value.index == 1
+    assert "1-cut.jpg" in str(caught.value) and "truncated" in str(caught.value)
+
 def test_sample_zero_failing_raises_the_datasets_own_exception():
     with pytest.raises(KeyError, match="no record for 0"):
         gpufeed.DataLoader(FailsAt(5, [0]))

@@ -41,8 +41,9 @@ struct pixel_rect {
 /// Only the rows and columns that cover the rectangle asked for go through the inverse DCT,
 /// upsampling and colour conversion (libjpeg-turbo's `jpeg_crop_scanline` and
 /// `jpeg_skip_scanlines`); the entropy-coded data of the whole image is still read, so damage
-/// anywhere in it is reported whatever the rectangle. Inside the rectangle the pixels are those
-/// of a decode of the whole image. Not thread-safe; one per image.
+/// anywhere in it is reported whatever the rectangle, unless set_read_to_end(false) lets it stop
+/// after the last row needed. Inside the rectangle the pixels are those of a decode of the whole
+/// image. Not thread-safe; one per image.
 class jpeg_reader {
  public:
   /// @brief Reads the header of the JPEG `bytes` (which must outlive the reader).
@@ -59,6 +60,12 @@ class jpeg_reader {
   /// only warns about a missing one and pads the rest of the image with grey, after decoding
   /// the rows that are there; this tells such a truncated file before any row is decoded.
   [[nodiscard]] bool complete() const noexcept;
+
+  /// @brief Whether decode and decode_planes read the entropy-coded data on to the end of the
+  /// image after the rows they need (true, the default: damage anywhere is an error) or stop
+  /// there (false: damage and truncation further down go unnoticed; the rows decoded are the
+  /// same). A progressive JPEG is read whole by libjpeg before any row either way.
+  void set_read_to_end(bool read_to_end) noexcept;
 
   /// @brief The image's size as its frame header states it.
   [[nodiscard]] int width() const noexcept;
@@ -83,11 +90,15 @@ class jpeg_reader {
   /// @brief Whether decode_planes can decode this JPEG: three components in YCbCr, the chroma
   /// subsampled by 1 or 2 in each direction (4:4:4, 4:2:2, 4:4:0, 4:2:0), 8 bits.
   [[nodiscard]] bool planar() const noexcept;
-  /// @brief Decodes the whole image, at the reduction set, to its Y, Cb and Cr planes as the
-  /// file stores them (no upsampling, no colour conversion) into `buffer`. Call once, instead
-  /// of decode, and only when planar().
+  /// @brief Decodes the image, at the reduction set, to its Y, Cb and Cr planes as the file
+  /// stores them (no upsampling, no colour conversion) into `buffer`: every row, or, after
+  /// set_read_to_end(false), the iMCU rows that cover the decoded image's rows [0, `rows`) of
+  /// every plane (the samples below them are left as `buffer` held them). Call once, instead of
+  /// decode, and only when planar().
   /// @throws file_error as decode does.
-  [[nodiscard]] ycc_view decode_planes(std::vector<std::uint8_t>& buffer);
+  [[nodiscard]] ycc_view decode_planes(std::vector<std::uint8_t>& buffer, int rows);
+  /// @brief The decoded image's rows decode_planes decoded (all, unless it stopped early).
+  [[nodiscard]] int planar_rows() const noexcept;
 
  private:
   // libjpeg's message as the error to throw.
