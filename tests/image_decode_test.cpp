@@ -306,6 +306,27 @@ TEST(image_decode_test, ResizeMatchesTheReference) {
   }
 }
 
+// libjpeg-turbo writes a row that starts on a 16- or 32-byte boundary with non-temporal stores,
+// past the cache (a third slower, docs/benchmarks/decode-runs/issue14e): no RGBX row of the
+// decoder's buffer may start on one, whatever the width, and a view shows the rows reset gave.
+TEST(image_decode_test, RgbxRowsStartOffSixteenByteBoundaries) {
+  gpufeed::detail::rgbx_buffer buffer;
+  for (int width : {1, 3, 4, 8, 60, 64, 241, 320, 333, 1024}) {
+    for (int height : {1, 2, 7, 225}) {
+      std::uint8_t* const first = buffer.reset(width, height);
+      ASSERT_GE(buffer.stride(), 4 * static_cast<std::size_t>(width) + 16);
+      auto const view = buffer.view(width, height);
+      EXPECT_EQ(view.data, first);
+      for (int r = 0; r < height; ++r) {
+        auto const address =
+            reinterpret_cast<std::uintptr_t>(first + buffer.stride() * static_cast<std::size_t>(r));
+        ASSERT_NE(address % 16, 0U) << width << "x" << height << ", row " << r;
+      }
+      first[buffer.stride() * static_cast<std::size_t>(height) - 1] = 1;  // the last padding byte
+    }
+  }
+}
+
 // Every image read is counted once, with its read, decode and resize time.
 TEST(image_decode_test, StageTimesCountEachImage) {
   temp_dir dir;

@@ -32,6 +32,12 @@ constexpr int weight_one = 1 << weight_bits;
 constexpr std::int16_t weight_max = 32767;  // 1.0 itself is a copy (see filter_rows)
 // Padding after each RGBX row (the decoder's buffers keep a spare row as well).
 constexpr std::size_t row_padding = 16;
+// Where RGBX rows start: 8 bytes past a cache line, never on a 16-byte boundary. libjpeg-turbo's
+// SIMD colour conversion, which writes the decoder's rows, stores a row that starts on a 16-byte
+// (SSE2) or 32-byte (AVX2) boundary with non-temporal stores, past the cache: such rows cost a
+// third more to decode and are read back from memory (docs/benchmarks/decode-runs/issue14e).
+constexpr std::size_t row_alignment = 64;
+constexpr std::size_t row_offset = 8;
 
 template <class T>
 T round_up(T n, T m) noexcept {
@@ -633,10 +639,13 @@ class q7_rows {
 
 std::uint8_t* rgbx_buffer::reset(int width, int height) {
   GPUFEED_EXPECTS(width > 0 && height > 0, "rgbx_buffer: empty image");
-  stride_ = 4 * static_cast<std::size_t>(width) + row_padding;
-  std::size_t const bytes = stride_ * static_cast<std::size_t>(height);
+  stride_ = round_up(4 * static_cast<std::size_t>(width) + row_padding, row_alignment);
+  std::size_t const bytes = stride_ * static_cast<std::size_t>(height) + row_alignment + row_offset;
   if (bytes_.size() < bytes) bytes_.resize(bytes);  // zeroed once; reused as is after
-  return bytes_.data();
+  auto const start = reinterpret_cast<std::uintptr_t>(bytes_.data());
+  offset_ =
+      static_cast<std::size_t>(round_up<std::uintptr_t>(start, row_alignment) - start) + row_offset;
+  return bytes_.data() + offset_;
 }
 
 namespace {

@@ -25,16 +25,19 @@ struct rgbx_view {
 class rgbx_buffer {
  public:
   /// @brief Room for `height` rows of `width` pixels, each followed by padding that the
-  /// resampler may read; the contents are unspecified. @return the first row.
+  /// resampler may read; the contents are unspecified. Every row starts 8 bytes past a 64-byte
+  /// boundary (on none of 16 bytes: libjpeg-turbo writes such rows past the cache).
+  /// @return the first row.
   std::uint8_t* reset(int width, int height);
   [[nodiscard]] std::size_t stride() const noexcept { return stride_; }
   /// @brief The rows as a view (x = y = 0).
   [[nodiscard]] rgbx_view view(int width, int height) const noexcept {
-    return {bytes_.data(), stride_, width, height, 0, 0};
+    return {bytes_.data() + offset_, stride_, width, height, 0, 0};
   }
 
  private:
   std::vector<std::uint8_t> bytes_;
+  std::size_t offset_ = 0;  // of the first row in bytes_
   std::size_t stride_ = 0;
 };
 
