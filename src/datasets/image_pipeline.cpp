@@ -81,21 +81,13 @@ struct image_extent {
   int height = 0;
 };
 
-// A crop of the source image, in source pixels.
-struct crop_box {
-  double x = 0;
-  double y = 0;
-  double w = 0;
-  double h = 0;
-};
-
 int default_resize_to(image_options const& o) {
   return static_cast<int>(std::lround(std::min(o.height, o.width) * 256.0 / 224.0));
 }
 
 // torchvision's Resize(side) + CenterCrop(height, width) as one box in source pixels: the scaled
 // image's size is truncated to whole pixels and the crop's offset rounded on that grid, as there.
-crop_box center_box(image_options const& o, image_extent src) {
+crop_area center_box(image_options const& o, image_extent src) {
   double const side = o.resize_to > 0 ? o.resize_to : default_resize_to(o);
   double const w = src.width;
   double const h = src.height;
@@ -110,7 +102,7 @@ crop_box center_box(image_options const& o, image_extent src) {
 }
 
 // torchvision.transforms.RandomResizedCrop.get_params.
-crop_box random_box(image_options const& o, image_extent src, random_stream& rng) {
+crop_area random_box(image_options const& o, image_extent src, random_stream& rng) {
   int const w = src.width;
   int const h = src.height;
   double const area = static_cast<double>(w) * h;
@@ -140,18 +132,19 @@ crop_box random_box(image_options const& o, image_extent src, random_stream& rng
   return {std::floor((w - cw) / 2), std::floor((h - ch) / 2), cw, ch};
 }
 
-crop_box plan_crop(image_options const& o, image_extent source, random_stream& rng) {
+// The crop in source pixels.
+crop_area plan_crop(image_options const& o, image_extent source, random_stream& rng) {
   return o.resize == resize_mode::center_crop ? center_box(o, source) : random_box(o, source, rng);
 }
 
 // `box` (source pixels) in the pixels of the image decoded at `decoded` size, inside it.
-crop_area scaled(crop_box const& box, image_extent source, image_extent decoded) {
+crop_area scaled(crop_area const& box, image_extent source, image_extent decoded) {
   double const sx = static_cast<double>(decoded.width) / source.width;
   double const sy = static_cast<double>(decoded.height) / source.height;
   double const x = std::clamp(box.x * sx, 0.0, decoded.width - 1.0);
   double const y = std::clamp(box.y * sy, 0.0, decoded.height - 1.0);
-  return {x, y, std::clamp(box.w * sx, 1e-3, decoded.width - x),
-          std::clamp(box.h * sy, 1e-3, decoded.height - y)};
+  return {x, y, std::clamp(box.width * sx, 1e-3, decoded.width - x),
+          std::clamp(box.height * sy, 1e-3, decoded.height - y)};
 }
 
 void apply_jitter(color_jitter const& j, std::span<std::uint8_t> out, int height, int width,
@@ -293,8 +286,8 @@ decoded_image decode_jpeg(std::span<unsigned char const> encoded, std::string co
   decoded_image d;
   d.source = {reader.width(), reader.height()};
   if (d.source.width <= 0 || d.source.height <= 0) throw file_error(name, "the JPEG has no pixels");
-  crop_box const box = plan_crop(o, d.source, rng);
-  int const reduction = jpeg_reduction(o, box.w, box.h);
+  crop_area const box = plan_crop(o, d.source, rng);
+  int const reduction = jpeg_reduction(o, box.width, box.height);
   if (reduction > 1) reader.set_reduction(reduction);
   d.area = scaled(box, d.source, {reader.decoded_width(), reader.decoded_height()});
   // The planar path decodes every column, and every row (or, without check_whole_file, those
