@@ -384,9 +384,16 @@ TEST(stats_export_test, TraceKeepsAtMostTheLastSpansAsked) {
     ASSERT_TRUE(e["args"].contains("batch")) << e.dump();
     EXPECT_GE(e["args"]["batch"].get<std::uint64_t>(), 40U) << e.dump();
   }
-  EXPECT_EQ(kept, 10U);  // far more were recorded
+  // Far more were recorded. The workers go on prefetching while the trace is written, and a
+  // span a worker is writing at that moment is left out: at most one per worker (2) is missing.
+  // (It read `kept == 10` once and failed in CI under the sanitizers; trace_recorder_test checks
+  // the exact count where no one records.)
+  EXPECT_LE(kept, 10U);
+  EXPECT_GE(kept, 10U - 2);
   EXPECT_EQ(t["otherData"]["spans_kept"].get<std::size_t>(), kept);
   EXPECT_GT(t["otherData"]["spans_recorded"].get<std::uint64_t>(), 50U * 8);
+  EXPECT_LE(t["otherData"]["spans_dropped"].get<std::uint64_t>(),
+            t["otherData"]["spans_recorded"].get<std::uint64_t>());
 }
 
 TEST(stats_export_test, TraceIsOffByDefaultAndWritesToAFile) {

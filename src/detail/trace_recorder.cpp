@@ -62,6 +62,24 @@ void append_args(std::string& out, span const& s) {
 }
 }  // namespace
 
+bool trace_recorder::entry::claim(std::uint64_t n) noexcept {
+  // One writer at a time, and never over a newer span: two writers' stores interleaved in one
+  // entry would read back as a span neither recorded, and an older span arriving late (its
+  // writer was preempted for a lap of the ring) must not replace a newer one.
+  auto const claimed = 2 * n + 1;
+  auto held = sequence.load(std::memory_order_relaxed);
+  do {
+    if (held % 2 == 1 || held > claimed) {
+      return false;
+    }
+  } while (!sequence.compare_exchange_weak(held, claimed, std::memory_order_relaxed));
+  return true;
+}
+
+void trace_recorder::entry::publish(std::uint64_t n) noexcept {
+  sequence.store(2 * n + 2, std::memory_order_release);
+}
+
 trace_recorder::trace_recorder(std::size_t capacity)
     : capacity_{std::max<std::size_t>(capacity, 1)},
       entries_{std::make_unique<entry[]>(capacity_)} {}
@@ -70,7 +88,10 @@ void trace_recorder::record(span_kind kind, std::uint32_t tid, std::int64_t begi
                             std::int64_t end_ns, std::uint64_t arg0, std::uint64_t arg1) noexcept {
   auto const n = next_.fetch_add(1, std::memory_order_relaxed);
   auto& e = entries_[n % capacity_];
-  e.sequence.store(2 * n + 1, std::memory_order_relaxed);
+  if (!e.claim(n)) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   std::atomic_thread_fence(std::memory_order_release);
   e.kind_tid.store((std::uint64_t{static_cast<std::uint8_t>(kind)} << 32) | tid,
                    std::memory_order_relaxed);
@@ -78,7 +99,7 @@ void trace_recorder::record(span_kind kind, std::uint32_t tid, std::int64_t begi
   e.duration_ns.store(end_ns - begin_ns, std::memory_order_relaxed);
   e.arg0.store(arg0, std::memory_order_relaxed);
   e.arg1.store(arg1, std::memory_order_relaxed);
-  e.sequence.store(2 * n + 2, std::memory_order_release);
+  e.publish(n);
 }
 
 void trace_recorder::write(std::ostream& out, std::int64_t origin_ns, unsigned workers) const {
@@ -133,6 +154,7 @@ void trace_recorder::write(std::ostream& out, std::int64_t origin_ns, unsigned w
   text +=
       "],\"displayTimeUnit\":\"ms\",\"otherData\":{\"spans_kept\":" + std::to_string(spans.size()) +
       ",\"spans_recorded\":" + std::to_string(recorded()) +
+      ",\"spans_dropped\":" + std::to_string(dropped()) +
       ",\"capacity\":" + std::to_string(capacity_) + "}}\n";
   out << text;
 }
