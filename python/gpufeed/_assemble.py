@@ -1,9 +1,10 @@
 """Batches rebuilt in the structure of the dataset's samples, as torch's default collate would.
 
 A structure is what gpufeed._gpufeed.PythonDataset.structure describes (nested tuples of
-("leaf", field), ("tuple", [...]), ("list", [...]), ("dict", type, keys, [...]),
+("leaf", field), ("text", field), ("tuple", [...]), ("list", [...]), ("dict", type, keys, [...]),
 ("namedtuple", type, [...])). torch's default collate turns tuples into lists, keeps lists,
-named tuples and mapping types, and a bare leaf stays a bare tensor: so does this.
+named tuples and mapping types, a bare leaf stays a bare tensor, and str or bytes leaves become
+the samples' values (a tuple inside tuples and lists, else a list): so does this.
 """
 
 from collections import namedtuple
@@ -28,27 +29,44 @@ class BatchDict(dict):
     __slots__ = ("step_info",)
 
 
-def build(structure, tensors, step_info):
-    """The batch for ``structure`` from one tensor per field; the outermost container carries
-    ``step_info`` where it can (a bare tensor or a named tuple cannot)."""
-    out = _build(structure, tensors, top=True)
+def text_fields(structure):
+    """The fields of ``structure`` that hold text (their batch field holds ids, not data)."""
+    kind = structure[0]
+    if kind == "text":
+        return {structure[1]}
+    if kind == "leaf":
+        return set()
+    children = structure[-1]
+    return set().union(*(text_fields(child) for child in children))
+
+
+def build(structure, tensors, step_info, texts=None):
+    """The batch for ``structure`` from one tensor per field (``texts(field)``: the list of a
+    text field's values); the outermost container carries ``step_info`` where it can (a bare
+    tensor, a bare list of text or a named tuple cannot)."""
+    out = _build(structure, tensors, texts, top=True)
     if isinstance(out, (BatchList, BatchDict)):
         out.step_info = step_info
     return out
 
 
-def _build(node, tensors, top=False):
+def _build(node, tensors, texts, top=False, in_sequence=False):
     kind = node[0]
     if kind == "leaf":
         return tensors[node[1]]
+    if kind == "text":
+        # torch's collate returns the values it was given: the tuple zip() made of them inside
+        # a tuple, list or named tuple, the list of samples' values at the top or in a dict.
+        values = texts(node[1])
+        return tuple(values) if in_sequence else values
     if kind in ("tuple", "list"):
-        items = [_build(child, tensors) for child in node[1]]
+        items = [_build(child, tensors, texts, in_sequence=True) for child in node[1]]
         return BatchList(items) if top else items
     if kind == "namedtuple":
-        return node[1](*(_build(child, tensors) for child in node[2]))
+        return node[1](*(_build(child, tensors, texts, in_sequence=True) for child in node[2]))
     if kind == "dict":
         mapping_type, keys, children = node[1], node[2], node[3]
-        values = {key: _build(child, tensors) for key, child in zip(keys, children)}
+        values = {key: _build(child, tensors, texts) for key, child in zip(keys, children)}
         if mapping_type is dict:
             return BatchDict(values) if top else values
         try:

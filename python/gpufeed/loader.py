@@ -12,7 +12,7 @@ import weakref
 import numpy as np
 
 from . import _gpufeed
-from ._assemble import StepInfo, build
+from ._assemble import StepInfo, build, text_fields
 
 try:  # torch is optional: without it, batches are numpy arrays
     import torch
@@ -167,8 +167,8 @@ class DataLoader:
             raise ValueError(
                 "collate_fn: gpufeed writes each sample straight into its batch, so it cannot "
                 "run a collate function. Supported samples are numbers, numpy arrays and CPU "
-                "tensors of one dtype and shape per field, in tuples, lists, dicts and named "
-                "tuples nested in any way; move per-sample work into the dataset's __getitem__ "
+                "tensors of one dtype and shape per field, str and bytes, in tuples, lists, "
+                "dicts and named tuples nested in any way; move per-sample work into the dataset's __getitem__ "
                 "and per-batch work after the loader (on the GPU, see transforms=)")
         if _torch_data is not None and isinstance(dataset, _torch_data.IterableDataset):
             raise ValueError("dataset: an IterableDataset has no indices for gpufeed's workers "
@@ -211,6 +211,7 @@ class DataLoader:
             native = _gpufeed.PythonDataset(dataset, worker_init_fn)
             self._structure = native.structure
         self._native_dataset = native
+        self._text_fields = text_fields(self._structure)
 
         # The order: gpufeed's own (sequential, or shuffled from a seed), or the sampler's.
         order = "builtin"
@@ -417,8 +418,13 @@ class DataLoader:
             return None
         step = StepInfo(*raw.step)
         self.step_info = step
-        tensors = [self._to_tensor(f) for f in raw.fields()]
-        return build(self._structure, tensors, step)
+        if not self._text_fields:
+            return build(self._structure, [self._to_tensor(f) for f in raw.fields()], step)
+        # A text field's memory holds ids: its values come from the dataset's table instead.
+        tensors = [None if i in self._text_fields else self._to_tensor(f)
+                   for i, f in enumerate(raw.fields())]
+        return build(self._structure, tensors, step,
+                     lambda field: self._native_dataset.texts(raw, field))
 
     def __del__(self):
         try:

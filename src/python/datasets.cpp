@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "batch.hpp"
 #include "dtypes.hpp"
 #include "gil.hpp"
 #include "gpufeed/datasets/in_memory.hpp"
@@ -212,6 +213,15 @@ void bind_datasets(py::module_& m) {
            }),
            py::arg("dataset"), py::arg("worker_init_fn") = py::none())
       .def_property_readonly("structure", &python_dataset::structure)
+      .def(
+          "texts",
+          [](python_dataset const& d, batch_lease const& b, std::size_t field) {
+            return d.texts(b.value, field);
+          },
+          py::arg("batch"), py::arg("field"),
+          "The str or bytes values of a text field of a batch, one per sample.")
+      .def_property_readonly("texts_kept", &python_dataset::texts_kept,
+                             "Distinct text values kept so far (all text fields).")
       .def("gil_times", [](python_dataset const& d) {
         auto const t = d.times();
         py::dict out;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <vector>
@@ -18,6 +19,9 @@ namespace {
 // Copies of at least this many bytes per sample are made with the GIL released, so that other
 // workers run Python meanwhile; below it, giving the GIL back costs more than it frees.
 constexpr std::size_t release_gil_from_bytes = 64 * 1024;
+
+// A text field keeps at most this many distinct values more than the dataset has samples.
+constexpr std::size_t text_values_beyond_length = 65536;
 
 thread_local worker_info this_worker;
 
@@ -51,6 +55,13 @@ python_dataset::python_dataset(py::object data, py::object worker_init_fn)
   } catch (std::invalid_argument const& e) {
     throw std::invalid_argument{std::string{"dataset: "} + e.what()};
   }
+  texts_.resize(tree_.spec().size());
+  for (std::size_t f = 0; f < texts_.size(); ++f) {
+    auto const kind = tree_.kind_of(f);
+    if (kind != sample_tree::leaf_kind::array) {
+      texts_[f].emplace(kind == sample_tree::leaf_kind::bytes, size_ + text_values_beyond_length);
+    }
+  }
 }
 
 python_dataset::~python_dataset() {
@@ -60,6 +71,9 @@ python_dataset::~python_dataset() {
     (void)getitem_.release();
     (void)worker_init_fn_.release();
     tree_.clear_leaking();
+    for (auto& t : texts_) {
+      if (t) t->clear_leaking();
+    }
     return;
   }
   worker_gil const gil;
@@ -67,6 +81,9 @@ python_dataset::~python_dataset() {
   getitem_ = py::object{};
   worker_init_fn_ = py::object{};
   tree_.clear();
+  for (auto& t : texts_) {
+    if (t) t->clear();
+  }
 }
 
 void python_dataset::init_worker(unsigned worker) const {
@@ -91,6 +108,11 @@ void python_dataset::read(std::size_t index, sample_view out, read_context const
     leaves.resize(out.fields());
     tree_.for_each_leaf(sample, [&](std::size_t f, py::handle object, std::string const& path) {
       leaf_place const where{index, &path};
+      if (texts_[f]) {
+        auto const id = texts_[f]->intern(object, where);
+        std::memcpy(out.bytes(f).data(), &id, sizeof id);
+        return;
+      }
       auto leaf = std::make_unique<leaf_view>(object.ptr(), where);
       auto const& want = out.spec()[f];
       if (leaf->type() != want.type) {
@@ -114,7 +136,9 @@ void python_dataset::read(std::size_t index, sample_view out, read_context const
   }
   auto const copy_started = now_ns();
   auto const copy_all = [&] {
-    for (std::size_t f = 0; f < leaves.size(); ++f) leaves[f]->copy_to(out.bytes(f).data());
+    for (std::size_t f = 0; f < leaves.size(); ++f) {
+      if (leaves[f]) leaves[f]->copy_to(out.bytes(f).data());  // null: a text field, done
+    }
   };
   if (bytes >= release_gil_from_bytes) {
     PyThreadState* const saved = PyEval_SaveThread();
@@ -130,6 +154,24 @@ void python_dataset::read(std::size_t index, sample_view out, read_context const
   python_ns_.fetch_add((copy_started - started) + (now_ns() - copied), std::memory_order_relaxed);
   copy_ns_.fetch_add(copied - copy_started, std::memory_order_relaxed);
   reads_.fetch_add(1, std::memory_order_relaxed);
+}
+
+py::list python_dataset::texts(batch const& b, std::size_t field) const {
+  if (field >= texts_.size() || !texts_[field]) {
+    throw std::invalid_argument{"texts: field " + std::to_string(field) +
+                                " of the batch does not hold str or bytes"};
+  }
+  auto const view = b.host_field(field);
+  std::span<std::int64_t const> const ids{static_cast<std::int64_t const*>(view.data()), b.size()};
+  return texts_[field]->values(ids);
+}
+
+std::size_t python_dataset::texts_kept() const noexcept {
+  std::size_t n = 0;
+  for (auto const& t : texts_) {
+    if (t) n += t->size();
+  }
+  return n;
 }
 
 bool python_dataset::read_on_this_thread() const noexcept {

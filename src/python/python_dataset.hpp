@@ -8,10 +8,13 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <vector>
 
+#include "gpufeed/batch.hpp"
 #include "gpufeed/dataset.hpp"
 #include "sample_tree.hpp"
+#include "text_table.hpp"
 
 namespace gpufeed::python {
 
@@ -54,6 +57,11 @@ class python_dataset final : public dataset {
 
   /// The sample's structure (see sample_tree::describe), GIL held.
   [[nodiscard]] py::object structure() const { return tree_.describe(); }
+  /// The str or bytes values of text field `field` of `b`, one per sample (GIL held).
+  /// @throws std::invalid_argument when the field does not hold text.
+  [[nodiscard]] py::list texts(batch const& b, std::size_t field) const;
+  /// Distinct text values kept so far, over all text fields (GIL held).
+  [[nodiscard]] std::size_t texts_kept() const noexcept;
   /// The number of worker threads, for get_worker_info().num_workers.
   void set_workers(unsigned workers) noexcept { workers_.store(workers); }
   [[nodiscard]] gil_times times() const noexcept;
@@ -69,6 +77,9 @@ class python_dataset final : public dataset {
   py::object getitem_;
   py::object worker_init_fn_;
   sample_tree tree_;
+  // Per field: the text table of a str or bytes field, empty for the others. Read and grown
+  // under the GIL only (text_table).
+  mutable std::vector<std::optional<text_table>> texts_;
   std::size_t size_ = 0;
   std::atomic<unsigned> workers_{0};
   mutable std::mutex init_mutex_;

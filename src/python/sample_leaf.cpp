@@ -18,7 +18,7 @@ PyObject* call_method(PyObject* object, char const* name) {
 [[noreturn]] void refuse(leaf_place const& where, std::string const& what) {
   throw std::invalid_argument{where.text() + " is " + what +
                               "; a sample's leaves must be numbers (bool, int, float), numpy "
-                              "arrays or scalars, or CPU tensors"};
+                              "arrays or scalars, CPU tensors, str or bytes"};
 }
 
 std::string type_name(PyObject* object) {
@@ -47,10 +47,13 @@ leaf_view::leaf_view(PyObject* object, leaf_place const& where) {
     from_scalar(object);
     return;
   }
-  if (PyUnicode_Check(object) || PyBytes_Check(object) || PyByteArray_Check(object)) {
-    refuse(where, "a " + type_name(object) +
-                      " (gpufeed batches numbers only: map strings to integer ids in the "
-                      "dataset, or keep them outside the loader)");
+  // Text is a leaf of its own kind (sample_tree, text_table): here only where sample 0 had a
+  // number or an array in its place.
+  if (PyUnicode_Check(object) || PyBytes_Check(object)) {
+    refuse(where, "a " + type_name(object) + " where sample 0 had a number or an array");
+  }
+  if (PyByteArray_Check(object)) {
+    refuse(where, "a bytearray (return bytes for text, or a numpy uint8 array for data)");
   }
   if (object == Py_None) refuse(where, "None");
   if (PyObject_CheckBuffer(object) != 0) {

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "sample_leaf.hpp"
+#include "text_table.hpp"
 
 namespace gpufeed::python {
 
@@ -65,11 +66,17 @@ std::size_t sample_tree::add(py::handle object, std::string path, std::size_t de
     }
   } else {
     auto const name = path.empty() ? std::string{"sample"} : path;
-    leaf_view const leaf{object.ptr(), leaf_place{0, &name}};
     nodes_[n].what = kind::leaf;
     nodes_[n].field = spec_.size();
     nodes_[n].path = name;
-    spec_.add(name, leaf.type(), leaf.shape_vector());
+    if (is_text(object)) {
+      spec_.add(name, dtype::i64, {});  // the text's id in its field's text_table
+      kinds_.push_back(PyBytes_Check(object.ptr()) != 0 ? leaf_kind::bytes : leaf_kind::str);
+    } else {
+      leaf_view const leaf{object.ptr(), leaf_place{0, &name}};
+      spec_.add(name, leaf.type(), leaf.shape_vector());
+      kinds_.push_back(leaf_kind::array);
+    }
   }
   if (nodes_[n].what != kind::leaf && nodes_[n].children.empty()) {
     throw std::invalid_argument{"the sample holds an empty container at '" + path +
@@ -87,7 +94,9 @@ void sample_tree::mismatch(node const& expected, py::handle got, char const* wha
 
 py::object sample_tree::describe(std::size_t n) const {
   node const& at = nodes_[n];
-  if (at.what == kind::leaf) return py::make_tuple("leaf", at.field);
+  if (at.what == kind::leaf) {
+    return py::make_tuple(kinds_[at.field] == leaf_kind::array ? "leaf" : "text", at.field);
+  }
   py::list children;
   for (auto const c : at.children) children.append(describe(c));
   switch (at.what) {

@@ -18,11 +18,16 @@ namespace py = pybind11;
 class sample_tree {
  public:
   /// Infers the structure and the fields from `first` (GIL held).
-  /// @throws std::invalid_argument when a leaf is not a number or an array.
+  /// @throws std::invalid_argument when a leaf is not a number, an array, str or bytes.
   static sample_tree infer(py::handle first);
 
   /// The fields, one per leaf, in depth-first order.
   [[nodiscard]] sample_spec const& spec() const noexcept { return spec_; }
+
+  /// What a field's leaf is in sample 0: an array or number, or text (its field holds an int64
+  /// id; see text_table).
+  enum class leaf_kind : unsigned char { array, str, bytes };
+  [[nodiscard]] leaf_kind kind_of(std::size_t field) const noexcept { return kinds_[field]; }
 
   /// Calls `visit(field, leaf_object, path)` for each leaf of `sample`, in field order (GIL
   /// held). @throws std::invalid_argument naming the path when `sample`'s structure differs.
@@ -32,7 +37,8 @@ class sample_tree {
   }
 
   /// The structure for the Python side to rebuild batches with: nested tuples
-  /// ("leaf", field), ("tuple", [...]), ("list", [...]), ("dict", type, keys, [...]),
+  /// ("leaf", field), ("text", field), ("tuple", [...]), ("list", [...]), ("dict", type, keys,
+  /// [...]),
   /// ("namedtuple", type, [...]).
   [[nodiscard]] py::object describe() const;
 
@@ -61,6 +67,7 @@ class sample_tree {
 
   std::vector<node> nodes_;  // nodes_[0] is the root
   sample_spec spec_;
+  std::vector<leaf_kind> kinds_;  // per field
 };
 
 template <class Visit>

@@ -52,6 +52,16 @@ class BareSamples(Sized):
         return torch.tensor([i, 2 * i], dtype=torch.int64)
 
 
+class TextSamples(Sized):
+    """(str, {"raw": bytes, "x": int64 [2] ndarray}, numpy.str_): text leaves come back as the
+    samples' values, as torch's default collate returns them (a tuple here, a list in the dict)."""
+
+    def __getitem__(self, i):
+        return (f"image-{i % 7}.jpg", {"raw": bytes([i % 256, 0, 255]),
+                                       "x": np.array([i, -i], dtype=np.int64)},
+                np.str_(f"class {i % 3}"))
+
+
 class Indices(Sized):
     """Sample i is the int i: the batches say which samples came, in which order."""
 
@@ -59,7 +69,7 @@ class Indices(Sized):
         return i
 
 
-ALL_FORMS = [TupleSamples, DictSamples, ListSamples, NamedSamples, BareSamples]
+ALL_FORMS = [TupleSamples, DictSamples, ListSamples, NamedSamples, BareSamples, TextSamples]
 
 
 def assert_same(ours, theirs, where="batch"):
@@ -70,6 +80,12 @@ def assert_same(ours, theirs, where="batch"):
         assert ours.shape == theirs.shape, f"{where}: {ours.shape} != {theirs.shape}"
         assert torch.equal(ours, theirs), f"{where}: values differ"
         return
+    if isinstance(theirs, (str, bytes)):
+        # gpufeed returns the plain type (numpy.str_ comes back as str); torch keeps the object.
+        plain = str if isinstance(theirs, str) else bytes
+        assert type(ours) is plain, f"{where}: {type(ours)} is not {plain}"
+        assert ours == theirs, f"{where}: {ours!r} != {theirs!r}"
+        return
     if isinstance(theirs, tuple) and hasattr(theirs, "_fields"):
         assert type(ours) is type(theirs), f"{where}: {type(ours)} != {type(theirs)}"
     elif isinstance(theirs, dict):
@@ -78,6 +94,8 @@ def assert_same(ours, theirs, where="batch"):
         for key in theirs:
             assert_same(ours[key], theirs[key], f"{where}[{key!r}]")
         return
+    elif isinstance(theirs, tuple):  # torch's collate of text inside a sequence
+        assert type(ours) is tuple, f"{where}: {type(ours)} is not a tuple"
     else:
         assert isinstance(ours, list) and isinstance(theirs, list), \
             f"{where}: {type(ours)} / {type(theirs)}"

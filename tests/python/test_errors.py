@@ -38,7 +38,7 @@ def test_the_default_collate_is_accepted():
     assert [b.tolist() for b in loader] == [[0, 1], [2, 3]]
 
 
-def test_iterable_datasets_and_strings_are_refused_with_the_reason():
+def test_iterable_datasets_and_unbatchable_leaves_are_refused_with_the_reason():
     class Stream(torch.utils.data.IterableDataset):
         def __iter__(self):
             return iter(range(3))
@@ -46,15 +46,20 @@ def test_iterable_datasets_and_strings_are_refused_with_the_reason():
     with pytest.raises(ValueError, match="IterableDataset"):
         gpufeed.DataLoader(Stream())
 
-    class Named(torch.utils.data.Dataset):
+    class Holds(torch.utils.data.Dataset):
+        def __init__(self, leaf):
+            self.leaf = leaf
+
         def __len__(self):
             return 3
 
         def __getitem__(self, i):
-            return {"text": "hello", "x": i}
+            return {"what": self.leaf, "x": i}
 
-    with pytest.raises(ValueError, match="field 'text'.*str"):
-        gpufeed.DataLoader(Named())
+    for leaf, named in [(None, "None"), (bytearray(b"ab"), "bytearray.*return bytes"),
+                        (object(), "object")]:
+        with pytest.raises(ValueError, match=f"field 'what' is .*{named}"):
+            gpufeed.DataLoader(Holds(leaf))
 
 
 class FailsAt(torch.utils.data.Dataset):
