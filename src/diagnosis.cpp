@@ -174,9 +174,12 @@ diagnosis diagnose(stats const& s, std::optional<gpu_utilization> gpu) {
   if (e.busy >= 0.5 && e.slot_idle < 0.25) {
     return input_bound(s, e, gpu);
   }
-  bool const bursty = s.consumer_wait.p50_s > 0
-                          ? s.consumer_wait.p99_s >= 10 * s.consumer_wait.p50_s
-                          : s.consumer_wait.p99_s > 0;
+  // The p99 judges bursts only where the first batch's wait (workers starting, files opening)
+  // cannot be it: among fewer than burst_min_waits waits it is at or above the p99.
+  bool const bursty =
+      s.consumer_wait.count >= burst_min_waits &&
+      (s.consumer_wait.p50_s > 0 ? s.consumer_wait.p99_s >= 10 * s.consumer_wait.p50_s
+                                 : s.consumer_wait.p99_s > 0);
   if (e.slot_idle >= 0.25 || (bursty && e.busy < 0.5)) {
     return ring_too_shallow(s, e, gpu);
   }

@@ -146,6 +146,22 @@ TEST(diagnosis_test, BurstyWaitsWithIdleWorkersAreRingTooShallow) {
   EXPECT_TRUE(says(d.sentence, {"trace_events"}));
 }
 
+// A short run: 50 batches, whose p99 wait is the first batch's start-up (workers starting,
+// files opening), not a burst; the same figures over 1000 waits are one.
+TEST(diagnosis_test, TheFirstBatchsWaitIsNoBurstInAShortRun) {
+  auto s = with_stall(quiet_run(), 0.5);
+  s.batches = 50;
+  s.consumer_wait.count = 50;
+  s.consumer_wait.p50_s = 1e-5;
+  s.consumer_wait.p99_s = 0.09;  // = first_wait_s
+  EXPECT_EQ(diagnose(s).kind, bottleneck::unknown);
+  s.batches = 1000;
+  s.consumer_wait.count = 1000;
+  EXPECT_EQ(diagnose(s).kind, bottleneck::ring_too_shallow);
+  s.consumer_wait.count = gpufeed::burst_min_waits - 1;
+  EXPECT_EQ(diagnose(s).kind, bottleneck::unknown);
+}
+
 // The CUDA path: 1000 batches copied, each copy timed.
 stats cuda_run(stats s) {
   s.device = 0;

@@ -52,6 +52,9 @@ struct diagnosis {
 inline constexpr std::uint64_t diagnosis_min_batches = 8;
 /// Below this steady-state stall fraction the loader is not the bottleneck.
 inline constexpr double diagnosis_stall_threshold = 0.01;
+/// next() waits needed before their p99 is read as bursts: among fewer, the first batch's
+/// start-up wait is the p99 or above it.
+inline constexpr std::uint64_t burst_min_waits = 200;
 
 /// @brief Names the bottleneck of the run `s` describes.
 ///
@@ -70,7 +73,8 @@ inline constexpr double diagnosis_stall_threshold = 0.01;
 /// - workers busy reading 50 % or more of their time and idle for a slot under 25 %:
 ///   `input_bound` (more workers, caching, lighter decoding);
 /// - workers idle for a free slot 25 % or more of their time, or waits in bursts (p99 of
-///   next()'s wait at least 10x its median) while workers are busy under 50 %:
+///   next()'s wait at least 10x its median, over `burst_min_waits` waits or more) while
+///   workers are busy under 50 %:
 ///   `ring_too_shallow` (raise `prefetch_depth`, release batches sooner);
 /// - otherwise `unknown` (take a trace: `loader_options::trace_events`).
 /// @param gpu utilization measured over the same run, when known: it sharpens the sentence.
