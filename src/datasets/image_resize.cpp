@@ -335,12 +335,80 @@ template <bool Turned>
   }
 }
 
+// Four turned output rows at once: rows j .. j + 3 of the pass are columns c(j) .. c(j + 3)
+// of the output, side by side (descending when mirrored). Their values [i, i + 16) are four
+// pixels each; a 4 x 4 transpose of 64-bit pixels makes each pixel's four columns one 32-byte
+// store, where storing row by row takes four 8-byte stores per row (16 against 4: the stores,
+// not the arithmetic, bound a turned pass). False, with nothing written, when a row of the
+// four is a copy (one tap holds all the weight): the caller does those rows one at a time.
+template <int Taps, class In, std::size_t... K>
+[[gnu::target("avx2")]] bool filter_four_turned(In const* in, std::size_t in_stride,
+                                                std::size_t count, axis_taps const& taps, int j,
+                                                int out_rows, pass_output out,
+                                                std::index_sequence<K...>) noexcept {
+  std::int16_t const* const w = taps.weights.data() + static_cast<std::size_t>(j) * Taps;
+  for (std::size_t k = 0; k < 4 * static_cast<std::size_t>(Taps); ++k) {
+    if (w[k] == weight_max) return false;
+  }
+  auto const first = [&](int r) {
+    return in + static_cast<std::size_t>(taps.first[static_cast<std::size_t>(j + r)]) * in_stride;
+  };
+  In const* const row0[] = {(first(0) + K * in_stride)...};
+  In const* const row1[] = {(first(1) + K * in_stride)...};
+  In const* const row2[] = {(first(2) + K * in_stride)...};
+  In const* const row3[] = {(first(3) + K * in_stride)...};
+  // The four columns' leftmost: c(j) unmirrored, c(j + 3) mirrored.
+  std::int16_t* const dst = row_start<true>(out, out.mirror ? j + 3 : j, out_rows);
+  for (std::size_t i = 0; i < count; i += 16) {
+    __m256i a0 = _mm256_setzero_si256();
+    __m256i a1 = _mm256_setzero_si256();
+    __m256i a2 = _mm256_setzero_si256();
+    __m256i a3 = _mm256_setzero_si256();
+    ((a0 =
+          _mm256_add_epi16(a0, _mm256_mulhrs_epi16(load_q7(row0[K] + i), _mm256_set1_epi16(w[K])))),
+     ...);
+    ((a1 = _mm256_add_epi16(
+          a1, _mm256_mulhrs_epi16(load_q7(row1[K] + i), _mm256_set1_epi16(w[Taps + K])))),
+     ...);
+    ((a2 = _mm256_add_epi16(
+          a2, _mm256_mulhrs_epi16(load_q7(row2[K] + i), _mm256_set1_epi16(w[2 * Taps + K])))),
+     ...);
+    ((a3 = _mm256_add_epi16(
+          a3, _mm256_mulhrs_epi16(load_q7(row3[K] + i), _mm256_set1_epi16(w[3 * Taps + K])))),
+     ...);
+    if (out.mirror) {  // columns descend: the row of the leftmost column first
+      std::swap(a0, a3);
+      std::swap(a1, a2);
+    }
+    // a_r = [p0 p1 | p2 p3] of row r (a pixel: 64 bits) -> v_p = [r0 r1 | r2 r3] of pixel p.
+    __m256i const t0 = _mm256_unpacklo_epi64(a0, a1);  // [r0p0 r1p0 | r0p2 r1p2]
+    __m256i const t1 = _mm256_unpackhi_epi64(a0, a1);  // [r0p1 r1p1 | r0p3 r1p3]
+    __m256i const t2 = _mm256_unpacklo_epi64(a2, a3);
+    __m256i const t3 = _mm256_unpackhi_epi64(a2, a3);
+    std::int16_t* const at = dst + i / 4 * out.stride;
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(at), _mm256_permute2x128_si256(t0, t2, 0x20));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(at + out.stride),
+                        _mm256_permute2x128_si256(t1, t3, 0x20));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(at + 2 * out.stride),
+                        _mm256_permute2x128_si256(t0, t2, 0x31));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(at + 3 * out.stride),
+                        _mm256_permute2x128_si256(t1, t3, 0x31));
+  }
+  return true;
+}
+
 template <int Taps, class In, bool Turned, std::size_t... K>
-[[gnu::target("avx2")]] void filter_pass_avx2_unrolled(In const* in, std::size_t in_stride,
-                                                       std::size_t count, axis_taps const& taps,
-                                                       int out_rows, pass_output out,
-                                                       std::index_sequence<K...>) noexcept {
+[[gnu::target("avx2")]] void filter_pass_avx2_unrolled(
+    In const* in, std::size_t in_stride, std::size_t count, axis_taps const& taps, int out_rows,
+    pass_output out, std::index_sequence<K...> taps_seq) noexcept {
   for (int j = 0; j < out_rows; ++j) {
+    if constexpr (Turned) {
+      if (j % 4 == 0 && j + 4 <= out_rows &&
+          filter_four_turned<Taps, In>(in, in_stride, count, taps, j, out_rows, out, taps_seq)) {
+        j += 3;
+        continue;
+      }
+    }
     std::int16_t const* const w = taps.weights.data() + static_cast<std::size_t>(j) * Taps;
     In const* const first =
         in + static_cast<std::size_t>(taps.first[static_cast<std::size_t>(j)]) * in_stride;
