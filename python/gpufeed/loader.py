@@ -212,6 +212,12 @@ class DataLoader:
             self._structure = native.structure
         self._native_dataset = native
         self._text_fields = text_fields(self._structure)
+        if self._text_fields:
+            names = ", ".join(repr(native.fields[i][0]) for i in sorted(self._text_fields))
+            _gpufeed.log("info", f"text fields {names}: the batch holds an int64 id per sample "
+                         "for each (int64[] below) and gpufeed hands the str or bytes values "
+                         "back with it, keeping each distinct value once (at most "
+                         "len(dataset) + 65536 per field)")
 
         # The order: gpufeed's own (sequential, or shuffled from a seed), or the sampler's.
         order = "builtin"

@@ -75,6 +75,13 @@ def test_a_bare_text_sample_gives_a_list():
     assert all(type(v) is str for b in got for v in b)
 
 
+def test_the_log_names_the_text_fields(capfd):
+    gpufeed.DataLoader(Captioned(8), batch_size=4)
+    err = capfd.readouterr().err
+    assert "text fields 'path', 'label'" in err
+    assert "path:int64[]" in err  # what the batch holds in their place
+
+
 def test_text_values_outlive_the_loader():
     loader = gpufeed.DataLoader(Captioned(8), batch_size=4)
     batch = next(iter(loader))
