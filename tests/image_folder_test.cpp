@@ -590,6 +590,33 @@ TEST_F(image_folder_test, DamagedScanDataIsAnError) {
   }
 }
 
+// A damaged PNG read on a thread that has decoded a good one is an error, never that earlier
+// image again: OpenCV leaves its output untouched when it cannot read a PNG's header, so a
+// decode into a reused per-thread image would hand back the last picture it held.
+TEST_F(image_folder_test, ADamagedPngAfterAGoodOneIsAnError) {
+  temp_dir dir;
+  auto const good = encode(make_picture(32, 24, 5), ".png");
+  auto bad_header = good;  // the signature, then an IHDR chunk whose length and type are gone
+  std::fill(bad_header.begin() + 8, bad_header.begin() + 16, 0xEE);
+  auto cut = good;  // the header, then half the image data
+  cut.resize(good.size() / 2);
+  write_bytes(dir.path() / "c" / "0-good.png", good);
+  write_bytes(dir.path() / "c" / "1-bad-header.png", bad_header);
+  write_bytes(dir.path() / "c" / "2-cut.png", cut);
+  gpufeed::image_folder d{dir.path(), image_options{.height = 24, .width = 32, .resize_to = 24}};
+  ASSERT_EQ(d.size(), 3U);
+  for (std::size_t bad : {1U, 2U}) {
+    (void)read_one(d, 0);  // this thread's last decode: a good picture
+    try {
+      (void)read_one(d, bad);
+      ADD_FAILURE() << "damaged PNG " << bad << " was read without an error";
+    } catch (gpufeed::file_error const& e) {
+      EXPECT_NE(e.path().find(bad == 1 ? "1-bad-header.png" : "2-cut.png"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 // Each bad file gives a sample_error naming it through the loader, and under error_policy::skip
 // the epoch completes with every bad sample counted and listed.
 TEST_F(image_folder_test, BadInputsNameTheFile) {

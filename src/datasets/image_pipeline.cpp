@@ -329,10 +329,9 @@ decoded_image decode_png(std::span<unsigned char const> encoded, std::string con
   // imdecode does not write through its input; the const_cast only satisfies cv::Mat.
   cv::Mat const raw(1, static_cast<int>(encoded.size()), CV_8UC1,
                     const_cast<unsigned char*>(encoded.data()));  // NOLINT
-  // Per thread: OpenCV decodes into it again without allocating while the size stays the same
-  // (its PNG decoder still allocates its own state for each image).
-  thread_local cv::Mat bgr;
-  (void)cv::imdecode(raw, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION, &bgr);
+  // A new image each time: when OpenCV cannot read a PNG's header it leaves the output it was
+  // given as it was, so a reused one would hold the last picture decoded, not an empty image.
+  cv::Mat const bgr = cv::imdecode(raw, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
   if (bgr.empty()) {
     throw file_error(name, "cannot decode the image (corrupt, truncated or not an image)");
   }
