@@ -335,6 +335,18 @@ template <bool Turned>
   }
 }
 
+// Values [i, i + 16) of one output row: its taps' input rows `rows`, weighted by `w`.
+template <class In, std::size_t... K>
+[[gnu::target("avx2"), gnu::always_inline]] inline __m256i weighted_sum(
+    In const* const* rows, std::int16_t const* w, std::size_t i,
+    std::index_sequence<K...>) noexcept {
+  __m256i acc = _mm256_setzero_si256();
+  ((acc =
+        _mm256_add_epi16(acc, _mm256_mulhrs_epi16(load_q7(rows[K] + i), _mm256_set1_epi16(w[K])))),
+   ...);
+  return acc;
+}
+
 // Four turned output rows at once: rows j .. j + 3 of the pass are columns c(j) .. c(j + 3)
 // of the output, side by side (descending when mirrored). Their values [i, i + 16) are four
 // pixels each; a 4 x 4 transpose of 64-bit pixels makes each pixel's four columns one 32-byte
@@ -345,7 +357,7 @@ template <int Taps, class In, std::size_t... K>
 [[gnu::target("avx2")]] bool filter_four_turned(In const* in, std::size_t in_stride,
                                                 std::size_t count, axis_taps const& taps, int j,
                                                 int out_rows, pass_output out,
-                                                std::index_sequence<K...>) noexcept {
+                                                std::index_sequence<K...> seq) noexcept {
   std::int16_t const* const w = taps.weights.data() + static_cast<std::size_t>(j) * Taps;
   for (std::size_t k = 0; k < 4 * static_cast<std::size_t>(Taps); ++k) {
     if (w[k] == weight_max) return false;
@@ -360,22 +372,10 @@ template <int Taps, class In, std::size_t... K>
   // The four columns' leftmost: c(j) unmirrored, c(j + 3) mirrored.
   std::int16_t* const dst = row_start<true>(out, out.mirror ? j + 3 : j, out_rows);
   for (std::size_t i = 0; i < count; i += 16) {
-    __m256i a0 = _mm256_setzero_si256();
-    __m256i a1 = _mm256_setzero_si256();
-    __m256i a2 = _mm256_setzero_si256();
-    __m256i a3 = _mm256_setzero_si256();
-    ((a0 =
-          _mm256_add_epi16(a0, _mm256_mulhrs_epi16(load_q7(row0[K] + i), _mm256_set1_epi16(w[K])))),
-     ...);
-    ((a1 = _mm256_add_epi16(
-          a1, _mm256_mulhrs_epi16(load_q7(row1[K] + i), _mm256_set1_epi16(w[Taps + K])))),
-     ...);
-    ((a2 = _mm256_add_epi16(
-          a2, _mm256_mulhrs_epi16(load_q7(row2[K] + i), _mm256_set1_epi16(w[2 * Taps + K])))),
-     ...);
-    ((a3 = _mm256_add_epi16(
-          a3, _mm256_mulhrs_epi16(load_q7(row3[K] + i), _mm256_set1_epi16(w[3 * Taps + K])))),
-     ...);
+    __m256i a0 = weighted_sum(row0, w, i, seq);
+    __m256i a1 = weighted_sum(row1, w + Taps, i, seq);
+    __m256i a2 = weighted_sum(row2, w + 2 * Taps, i, seq);
+    __m256i a3 = weighted_sum(row3, w + 3 * Taps, i, seq);
     if (out.mirror) {  // columns descend: the row of the leftmost column first
       std::swap(a0, a3);
       std::swap(a1, a2);
