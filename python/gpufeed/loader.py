@@ -168,8 +168,9 @@ class DataLoader:
                 "collate_fn: gpufeed writes each sample straight into its batch, so it cannot "
                 "run a collate function. Supported samples are numbers, numpy arrays and CPU "
                 "tensors of one dtype and shape per field, str and bytes, in tuples, lists, "
-                "dicts and named tuples nested in any way; move per-sample work into the dataset's __getitem__ "
-                "and per-batch work after the loader (on the GPU, see transforms=)")
+                "dicts and named tuples nested in any way; move per-sample work into the "
+                "dataset's __getitem__ and per-batch work after the loader (on the GPU, see "
+                "transforms=)")
         if _torch_data is not None and isinstance(dataset, _torch_data.IterableDataset):
             raise ValueError("dataset: an IterableDataset has no indices for gpufeed's workers "
                              "to read in parallel; use a map-style dataset (__len__ and "
@@ -424,8 +425,6 @@ class DataLoader:
             return None
         step = StepInfo(*raw.step)
         self.step_info = step
-        if not self._text_fields:
-            return build(self._structure, [self._to_tensor(f) for f in raw.fields()], step)
         # A text field's memory holds ids: its values come from the dataset's table instead.
         tensors = [None if i in self._text_fields else self._to_tensor(f)
                    for i, f in enumerate(raw.fields())]
