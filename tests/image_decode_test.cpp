@@ -320,6 +320,125 @@ TEST(image_decode_test, ResizeMatchesTheReference) {
   }
 }
 
+// copy_ycc_to_rgb turns the planes into exactly libjpeg's RGB decode of the same pixels: for
+// 4:2:0, 4:2:2 and 4:4:4, odd image sizes, full and reduced sizes, areas on every edge, at odd
+// and even offsets and ends, mirrored or not, with the SIMD and the plain kernels. Planes decoded
+// only down to the area's rows and the chroma row below (check_whole_file = false) give the same.
+TEST(image_decode_test, CopyOfThePlanesIsLibjpegsDecode) {
+  cv::Mat const picture = make_photo(333, 251, 13);
+  std::mt19937 rng{17};
+  std::vector<std::pair<std::string, jpeg_layout>> const layouts{
+      {"4:2:0", {}}, {"4:2:2", {.h_luma = 2, .v_luma = 1}}, {"4:4:4", {.h_luma = 1, .v_luma = 1}}};
+  for (auto const& [name, layout] : layouts) {
+    auto const jpeg = encode_jpeg(picture, layout);
+    for (int reduction : {1, 2, 4, 8}) {
+      gpufeed::detail::rgbx_buffer whole_pixels;
+      gpufeed::detail::jpeg_reader whole{jpeg, "whole.jpg"};
+      whole.set_reduction(reduction);
+      if (reduction == 8 && name == "4:2:2") continue;  // repeated chroma (the next test)
+      int const w = whole.decoded_width();
+      int const h = whole.decoded_height();
+      auto const all = whole.decode({0, 0, w, h}, whole_pixels);
+      std::vector<gpufeed::detail::pixel_rect> rects{{0, 0, w, h},
+                                                     {0, 0, 1, 1},
+                                                     {w - 1, h - 1, 1, 1},
+                                                     {1, 1, w - 2, h - 2},
+                                                     {w - 17, 3, 17, 2}};
+      for (int trial = 0; trial < 40; ++trial) {
+        int const rw = std::uniform_int_distribution<int>{1, w}(rng);
+        int const rh = std::uniform_int_distribution<int>{1, h}(rng);
+        rects.push_back({std::uniform_int_distribution<int>{0, w - rw}(rng),
+                         std::uniform_int_distribution<int>{0, h - rh}(rng), rw, rh});
+      }
+      for (std::size_t i = 0; i < rects.size(); ++i) {
+        auto const rect = rects[i];
+        bool const stop = i % 2 == 1;  // every other area decoded only down to its rows
+        gpufeed::detail::jpeg_reader part{jpeg, "part.jpg"};
+        part.set_reduction(reduction);
+        part.set_read_to_end(!stop);
+        ASSERT_TRUE(part.planes_copy_exactly()) << name << " at 1/" << reduction;
+        std::vector<std::uint8_t> planes;
+        auto const ycc = part.decode_planes(planes, rect.y + rect.height + 1);
+        ASSERT_TRUE(gpufeed::detail::ycc_copy_supported(ycc));
+        if (stop && rect.y + rect.height + 32 < h && reduction == 1) {
+          ASSERT_LT(ycc.decoded_rows, h) << "the decode stopped";
+        }
+        cv::Mat want = rgb_of(all, rect);
+        for (bool const mirror : {false, true}) {
+          if (mirror) cv::flip(want, want, 1);
+          for (bool const portable : {false, true}) {
+            cv::Mat got(rect.height, rect.width, CV_8UC3);
+            bool const was_fast = gpufeed::detail::use_portable_resize(portable);
+            gpufeed::detail::copy_ycc_to_rgb(ycc, rect.x, rect.y, {got.data, got.total() * 3},
+                                             rect.width, rect.height, mirror);
+            (void)gpufeed::detail::use_portable_resize(!was_fast);
+            ASSERT_EQ(differing_bytes(got, want), 0U)
+                << name << " at 1/" << reduction << ", area " << rect.x << "," << rect.y << " "
+                << rect.width << "x" << rect.height << (mirror ? ", mirrored" : "")
+                << (portable ? ", plain kernels" : ", SIMD kernels");
+          }
+        }
+      }
+    }
+  }
+}
+
+// What copy_ycc_to_rgb cannot reproduce is not asked of it: 4:4:0 (libjpeg's vertical-only
+// upsampling) and chroma repeated at 1/8 of the size; and an area below the rows decoded is a
+// logic error, not pixels made up.
+TEST(image_decode_test, CopyOfThePlanesRefusesWhatItCannotReproduce) {
+  cv::Mat const picture = make_photo(200, 160, 14);
+  auto const tall = encode_jpeg(picture, {.h_luma = 1, .v_luma = 2});
+  gpufeed::detail::jpeg_reader reader440{tall, "440.jpg"};
+  EXPECT_FALSE(reader440.planes_copy_exactly());
+  // 4:2:2 at 1/8: its chroma is still subsampled across, and libjpeg repeats it there.
+  gpufeed::detail::jpeg_reader eighth{encode_jpeg(picture, {.h_luma = 2, .v_luma = 1}), "422.jpg"};
+  eighth.set_reduction(8);
+  EXPECT_FALSE(eighth.planes_copy_exactly());
+  auto const common = encode_jpeg(picture, {});
+  gpufeed::detail::jpeg_reader stopped{common, "420.jpg"};
+  stopped.set_read_to_end(false);
+  std::vector<std::uint8_t> planes;
+  auto const ycc = stopped.decode_planes(planes, 20);
+  ASSERT_EQ(ycc.decoded_rows, 32);  // two rows of 16 x 16 blocks
+  std::vector<std::uint8_t> out31(3 * 10 * 31);
+  std::vector<std::uint8_t> out32(3 * 10 * 32);
+  EXPECT_NO_THROW(gpufeed::detail::copy_ycc_to_rgb(ycc, 0, 0, out31, 10, 31, false));
+  EXPECT_THROW(gpufeed::detail::copy_ycc_to_rgb(ycc, 0, 0, out32, 10, 32, false), std::logic_error)
+      << "the last row's chroma context (row 32) was not decoded";
+}
+
+// A centre crop the output's size (Resize(256) + CenterCrop(224) of images whose short side is
+// 256) takes the planar path, to the very pixels of the RGB path, for every chroma sampling,
+// offsets odd and even, stopping after the crop or not.
+TEST(image_decode_test, CentreCropCopiesTakeThePlanarPathWithTheSamePixels) {
+  temp_dir dir;
+  auto layouts = sampled_layouts();
+  std::vector<std::pair<int, int>> const sizes{{320, 256}, {333, 256}, {256, 333}};
+  for (std::size_t i = 0; i < layouts.size(); ++i) {
+    for (std::size_t s = 0; s < sizes.size(); ++s) {
+      write_bytes(dir.path() / "c" / (layouts[i].first + "-" + std::to_string(s) + ".jpg"),
+                  encode_jpeg(make_photo(sizes[s].first, sizes[s].second,
+                                         static_cast<unsigned>(60 + 3 * i + s)),
+                              layouts[i].second));
+    }
+  }
+  for (bool const check : {true, false}) {
+    image_options o{.height = 224, .width = 224, .resize_to = 256, .check_whole_file = check};
+    gpufeed::image_folder planar{dir.path(), o};
+    o.planar_decoding = false;
+    gpufeed::image_folder rgb{dir.path(), o};
+    for (std::size_t i = 0; i < planar.size(); ++i) {
+      ASSERT_EQ(read_one(planar, i, 0), read_one(rgb, i, 0))
+          << planar.entries()[i].path << (check ? "" : ", stopping after the crop");
+    }
+    // Every image but the 4:4:0 ones went the planar way: all columns decoded.
+    auto const copied = planar.stage_times().decoded_pixels;
+    auto const cropped = rgb.stage_times().decoded_pixels;
+    EXPECT_GT(copied, cropped + cropped / 4) << (check ? "checked" : "stopping");
+  }
+}
+
 // libjpeg-turbo writes a row that starts on a 16- or 32-byte boundary with non-temporal stores,
 // past the cache (a third slower, docs/benchmarks/decode-runs/issue14e): no RGBX row of the
 // decoder's buffer may start on one, whatever the width, and a view shows the rows reset gave.

@@ -1,7 +1,7 @@
-// Micro-benchmark of the image datasets' resize (gpufeed::detail::resize_rgbx_to_rgb and
-// resize_ycc_to_rgb): one thread, crops of a 500 x 400 image (the size of the Python image
-// benchmark's photographs) to 224 x 224, mirrored, as RandomResizedCrop and the centre crop make
-// them. The source pixels are noise: the resize does the same work whatever they are.
+// Micro-benchmark of the image datasets' resize (gpufeed::detail::resize_rgbx_to_rgb,
+// resize_ycc_to_rgb and copy_ycc_to_rgb): one thread, crops of a 500 x 400 image (the size of the
+// Python image benchmark's photographs) to 224 x 224, mirrored, as RandomResizedCrop and the centre
+// crop make them. The source pixels are noise: the resize does the same work whatever they are.
 
 #include <benchmark/benchmark.h>
 
@@ -46,25 +46,46 @@ void resize_rgbx(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
-// 4:2:0 planes, padded as the decoder pads them.
+// 4:2:0 planes of noise, padded as the decoder pads them, every row decoded.
+struct noise_planes {
+  static constexpr std::size_t luma_stride = source_width + 32;
+  static constexpr std::size_t chroma_stride = source_width / 2 + 32;
+  std::vector<std::uint8_t> bytes = std::vector<std::uint8_t>(
+      luma_stride * source_height + 2 * chroma_stride * (source_height / 2) + 64);
+  noise_planes() { fill_noise(bytes.data(), bytes.size()); }
+  [[nodiscard]] gpufeed::detail::ycc_view view() const {
+    std::uint8_t const* const cb = bytes.data() + luma_stride * source_height;
+    std::uint8_t const* const cr = cb + chroma_stride * (source_height / 2);
+    return {{bytes.data(), luma_stride, source_width, source_height, 1, 1},
+            {cb, chroma_stride, source_width / 2, source_height / 2, 2, 2},
+            {cr, chroma_stride, source_width / 2, source_height / 2, 2, 2},
+            source_width,
+            source_height,
+            source_height};
+  }
+};
+
 void resize_ycc(benchmark::State& state) {
-  constexpr std::size_t luma_stride = source_width + 32;
-  constexpr std::size_t chroma_stride = source_width / 2 + 32;
-  std::vector<std::uint8_t> planes(luma_stride * source_height +
-                                   2 * chroma_stride * (source_height / 2) + 64);
-  fill_noise(planes.data(), planes.size());
-  std::uint8_t const* const cb = planes.data() + luma_stride * source_height;
-  std::uint8_t const* const cr = cb + chroma_stride * (source_height / 2);
-  gpufeed::detail::ycc_view const source{
-      {planes.data(), luma_stride, source_width, source_height, 1, 1},
-      {cb, chroma_stride, source_width / 2, source_height / 2, 2, 2},
-      {cr, chroma_stride, source_width / 2, source_height / 2, 2, 2},
-      source_width,
-      source_height};
+  noise_planes const planes;
+  auto const source = planes.view();
   std::vector<std::uint8_t> out(3 * output * output);
   crop_area const area = crop_of(state);
   for (auto _ : state) {
     gpufeed::detail::resize_ycc_to_rgb(source, area, out, output, output, true);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+// A crop the output's size (CenterCrop(224) of a 256-pixel side): upsampling and colour only.
+void copy_ycc(benchmark::State& state) {
+  noise_planes const planes;
+  auto const source = planes.view();
+  std::vector<std::uint8_t> out(3 * output * output);
+  bool const mirror = state.range(0) != 0;
+  auto const x = static_cast<int>(state.range(1));
+  for (auto _ : state) {
+    gpufeed::detail::copy_ycc_to_rgb(source, x, 16, out, output, output, mirror);
     benchmark::DoNotOptimize(out.data());
   }
   state.SetItemsProcessed(state.iterations());
@@ -83,5 +104,8 @@ BENCHMARK(resize_ycc)
     ->Args({150, 150})
     ->Args({300, 250})
     ->Args({450, 380});
+
+// x: the crop's left edge, on a chroma sample's first pixel (48: the centre of 320) or its second.
+BENCHMARK(copy_ycc)->ArgNames({"mirror", "x"})->Args({0, 48})->Args({0, 49})->Args({1, 48});
 
 }  // namespace

@@ -445,7 +445,25 @@ ycc_view jpeg_reader::decode_planes(std::vector<std::uint8_t>& buffer, int rows)
     view.data = buffer.data() + layout.offset[c];
     return view;
   };
-  return {plane(0), plane(1), plane(2), static_cast<int>(width), static_cast<int>(height)};
+  return {plane(0),
+          plane(1),
+          plane(2),
+          static_cast<int>(width),
+          static_cast<int>(height),
+          static_cast<int>(read)};
+}
+
+bool jpeg_reader::planes_copy_exactly() const noexcept {
+  if (!planar()) return false;
+  auto const& info = state_->info;
+  // The planes as the sizes set now lay them out (as decode_planes will: the same calculation).
+  plane_layout const layout = layout_planes(info);
+  ycc_view const planes{layout.planes[0], layout.planes[1], layout.planes[2],
+                        static_cast<int>(info.output_width), static_cast<int>(info.output_height)};
+  bool const subsampled = planes.cb.x_step > 1 || planes.cb.y_step > 1;
+  // libjpeg interpolates subsampled chroma ("fancy" upsampling) except at 1/8 of the size,
+  // where it repeats the samples.
+  return ycc_copy_supported(planes) && (!subsampled || info.min_DCT_scaled_size > 1);
 }
 
 }  // namespace gpufeed::detail

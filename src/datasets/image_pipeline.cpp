@@ -293,13 +293,20 @@ decoded_image decode_jpeg(std::span<unsigned char const> encoded, std::string co
   // The planar path decodes every column, and every row (or, without check_whole_file, those
   // down to the crop's last); the cropped one only the rows and columns the crop needs,
   // but to RGB. The planar path is the quicker from about half the area on (planar_min_share):
-  // the entropy decoding, which no path avoids, weighs more than the rows a crop skips.
+  // the entropy decoding, which no path avoids, weighs more than the rows a crop skips. A crop
+  // the output's size (a copy) takes it whenever its pixels are then exactly libjpeg's
+  // (copy_ycc_to_rgb): it converts only the crop's pixels, into the batch, and needs no buffer of
+  // RGB rows nor a copy out of it (docs/benchmarks/decode-runs/issue14g).
   double const covered = d.area.width * d.area.height /
                          (static_cast<double>(reader.decoded_width()) * reader.decoded_height());
-  bool const planar = o.planar_decoding && reader.planar() && !is_copy(d.area, o.width, o.height) &&
-                      (covered >= planar_min_share || !o.cropped_decoding);
+  bool const copy = is_copy(d.area, o.width, o.height);
+  bool const planar =
+      o.planar_decoding && reader.planar() &&
+      (copy ? reader.planes_copy_exactly() : covered >= planar_min_share || !o.cropped_decoding);
   if (planar) {
-    d.ycc = reader.decode_planes(planes, static_cast<int>(std::ceil(d.area.y + d.area.height)));
+    // A copy needs one row more: the chroma row below its last is the upsampling's context.
+    int const rows = static_cast<int>(std::ceil(d.area.y + d.area.height)) + (copy ? 1 : 0);
+    d.ycc = reader.decode_planes(planes, rows);
     d.decoded_pixels =
         static_cast<std::uint64_t>(d.ycc->width) * static_cast<std::uint64_t>(reader.planar_rows());
     return d;

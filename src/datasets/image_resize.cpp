@@ -14,9 +14,7 @@
 
 #include "gpufeed/error.hpp"
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#endif
+#include "image_rgb_store.hpp"
 
 namespace gpufeed::detail {
 
@@ -581,21 +579,6 @@ void filter_pass_avx2(In const* in, std::size_t in_stride, std::size_t count, ax
   return _mm256_srai_epi16(_mm256_adds_epi16(v, _mm256_set1_epi16(1 << (q7_bits - 1))), q7_bits);
 }
 
-// rg = R0..R7 G0..G7 and bz = B0..B7 (then zeros) -> 24 bytes of RGB at `dst` (the second
-// 16-byte store writes 8 bytes more, written over later).
-[[gnu::target("avx2"), gnu::always_inline]] inline void store_rgb_lane(__m128i rg, __m128i bz,
-                                                                       std::uint8_t* dst) noexcept {
-  __m128i const rg_first = _mm_setr_epi8(0, 8, -1, 1, 9, -1, 2, 10, -1, 3, 11, -1, 4, 12, -1, 5);
-  __m128i const b_first = _mm_setr_epi8(-1, -1, 0, -1, -1, 1, -1, -1, 2, -1, -1, 3, -1, -1, 4, -1);
-  __m128i const rg_last =
-      _mm_setr_epi8(13, -1, 6, 14, -1, 7, 15, -1, -1, -1, -1, -1, -1, -1, -1, -1);
-  __m128i const b_last = _mm_setr_epi8(-1, 5, -1, -1, 6, -1, -1, 7, -1, -1, -1, -1, -1, -1, -1, -1);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst),
-                   _mm_or_si128(_mm_shuffle_epi8(rg, rg_first), _mm_shuffle_epi8(bz, b_first)));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16),
-                   _mm_or_si128(_mm_shuffle_epi8(rg, rg_last), _mm_shuffle_epi8(bz, b_last)));
-}
-
 // 16 pixels a round: colour in Q7, down to bytes, interleaved R G B with byte shuffles.
 // `more_follow`: the output goes on after these pixels (the next row), so the last stores may
 // reach 8 bytes into it (they are written over later).
@@ -621,11 +604,7 @@ void filter_pass_avx2(In const* in, std::size_t in_stride, std::size_t count, ax
         luma, _mm256_add_epi16(_mm256_mulhrs_epi16(b_, kgb), _mm256_mulhrs_epi16(r_, kgr))));
     __m256i const blue = q7_to_bytes_scale(
         _mm256_adds_epi16(luma, _mm256_add_epi16(b_, _mm256_mulhrs_epi16(b_, kb))));
-    __m256i const rg = _mm256_packus_epi16(red, green);  // per lane: R x 8, G x 8
-    __m256i const bz = _mm256_packus_epi16(blue, _mm256_setzero_si256());
-    store_rgb_lane(_mm256_castsi256_si128(rg), _mm256_castsi256_si128(bz), out + 3 * i);
-    store_rgb_lane(_mm256_extracti128_si256(rg, 1), _mm256_extracti128_si256(bz, 1),
-                   out + 3 * i + 24);
+    store_rgb16(red, green, blue, out + 3 * i);
   }
   ycc_to_rgb_portable(y, cb, cr, i, count, out);
 }
@@ -842,6 +821,14 @@ bool use_portable_resize(bool portable) noexcept {
   return chosen_kernels.exchange(portable ? &plain_kernels : &best_kernels) != &plain_kernels;
 }
 
+bool portable_resize_in_use() noexcept {
+  return chosen_kernels.load(std::memory_order_relaxed) == &plain_kernels;
+}
+
+void rgbx_row_to_rgb(std::uint8_t const* rgbx, int width, bool mirror, std::uint8_t* rgb) noexcept {
+  active().copy_row(rgbx, width, mirror, rgb);
+}
+
 bool is_copy(crop_area const& area, int out_width, int out_height) noexcept {
   return area.x == std::floor(area.x) && area.y == std::floor(area.y) && area.width == out_width &&
          area.height == out_height;
@@ -851,6 +838,11 @@ void resize_ycc_to_rgb(ycc_view const& source, crop_area const& area, std::span<
                        int out_width, int out_height, bool mirror) {
   expect_geometry(source.width, source.height, area, out, out_width, out_height,
                   "resize_ycc_to_rgb");
+  if (is_copy(area, out_width, out_height) && ycc_copy_supported(source)) {
+    copy_ycc_to_rgb(source, static_cast<int>(area.x), static_cast<int>(area.y), out, out_width,
+                    out_height, mirror);
+    return;
+  }
   // Per thread and reused. The chroma planes have the same geometry (planar() checks): one
   // window and one set of taps for both.
   thread_local axis_taps luma_v, luma_h, chroma_v, chroma_h;

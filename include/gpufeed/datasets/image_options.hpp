@@ -69,7 +69,10 @@ struct image_options {
   /// part without cropped_decoding), decode a YCbCr JPEG to its planes (no upsampling or colour
   /// conversion in libjpeg), resample each at its own resolution and convert to RGB at the
   /// output size: faster, with chroma that differs from a full RGB decode's by under a grey
-  /// level on average (more at sharp colour edges). Smaller crops take cropped_decoding.
+  /// level on average (more at sharp colour edges). Smaller crops take cropped_decoding. A crop
+  /// that is a plain copy (the output's size, whole pixels) is decoded to its planes too and
+  /// converted with libjpeg's own upsampling and colour arithmetic: the same pixels as the RGB
+  /// decode, with less work.
   bool planar_decoding = true;
   /// Read each JPEG's compressed data to the end of the image (true, the default), so that damage
   /// or truncation anywhere in the file is an error, even below the crop, as PIL fails on a

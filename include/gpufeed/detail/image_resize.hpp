@@ -52,13 +52,15 @@ struct plane_view {
   int y_step = 1;
 };
 
-/// @brief The Y, Cb and Cr planes of an image of `width` x `height` pixels.
+/// @brief The Y, Cb and Cr planes of an image of `width` x `height` pixels, of which the rows
+/// [0, `decoded_rows`) were decoded (in every plane, the samples covering them).
 struct ycc_view {
   plane_view y;
   plane_view cb;
   plane_view cr;
   int width = 0;
   int height = 0;
+  int decoded_rows = 0;
 };
 
 /// @brief A crop of a `rgbx_view`, in its pixels; it may start and end between pixels.
@@ -91,12 +93,35 @@ bool use_portable_resize(bool portable) noexcept;
 /// resampling (resize_rgbx_to_rgb copies such crops).
 [[nodiscard]] bool is_copy(crop_area const& area, int out_width, int out_height) noexcept;
 
+/// @brief Whether copy_ycc_to_rgb converts `source`: chroma subsampled 2 x 2 (4:2:0), 2 x 1
+/// (4:2:2) or not at all, more than two samples wide where subsampled across.
+[[nodiscard]] bool ycc_copy_supported(ycc_view const& source) noexcept;
+
+/// @brief The `out_width` x `out_height` pixels of `source` from (`x`, `y`) on, as RGB (HWC) in
+/// `out`, mirrored left-right when `mirror`: exactly the pixels libjpeg's own decode to RGB gives
+/// (jdsample.c's "fancy" upsampling of the chroma: a triangle filter with its rounding biases,
+/// the image's edges repeated; jdcolor.c's integer YCbCr -> RGB), for JPEGs libjpeg upsamples so
+/// (do_fancy_upsampling, the default, at every DCT scale but 1/8). Where no resampling is asked
+/// this is the planar path's whole work: no intermediate rows, one pass per output row. The
+/// planes must hold the rows the area covers and, for chroma subsampled vertically, the chroma
+/// row below its last (the upsampling's context). AVX2 where the CPU has it, the same integers
+/// in plain C++ elsewhere. @throws logic_error for an area outside the image or the rows decoded.
+void copy_ycc_to_rgb(ycc_view const& source, int x, int y, std::span<std::uint8_t> out,
+                     int out_width, int out_height, bool mirror);
+
+/// @brief For image_ycc_copy.cpp: RGBX pixels -> RGB bytes, mirrored if asked, with the kernels
+/// use_portable_resize chose.
+void rgbx_row_to_rgb(std::uint8_t const* rgbx, int width, bool mirror, std::uint8_t* rgb) noexcept;
+/// @brief Whether use_portable_resize(true) is in force.
+[[nodiscard]] bool portable_resize_in_use() noexcept;
+
 /// @brief As resize_rgbx_to_rgb, from the planes of a YCbCr image: each plane is resampled at
 /// its own resolution (the chroma planes from their subsampled samples, positioned as JPEG
 /// centres them), then converted to RGB (BT.601 full range, as JPEG's) at the output size.
 /// `area` is in the image's pixels. The chroma then differs from that of a full-size RGB decode
 /// resampled the same way by how libjpeg's upsampling interpolates it: a grey level or two on
-/// average, more at sharp colour edges (tests/image_decode_test.cpp measures it).
+/// average, more at sharp colour edges (tests/image_decode_test.cpp measures it). A copy (see
+/// is_copy) of planes ycc_copy_supported takes is copy_ycc_to_rgb: libjpeg's own pixels.
 void resize_ycc_to_rgb(ycc_view const& source, crop_area const& area, std::span<std::uint8_t> out,
                        int out_width, int out_height, bool mirror);
 

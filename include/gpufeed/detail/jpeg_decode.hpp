@@ -97,6 +97,10 @@ class jpeg_reader {
   /// decode, and only when planar().
   /// @throws file_error as decode does.
   [[nodiscard]] ycc_view decode_planes(std::vector<std::uint8_t>& buffer, int rows);
+  /// @brief Whether copy_ycc_to_rgb turns this JPEG's planes, at the reduction set, into exactly
+  /// the pixels decode gives: planar(), a chroma sampling copy_ycc_to_rgb takes, and libjpeg's
+  /// interpolating upsampling in use (every reduction but 8, for subsampled chroma).
+  [[nodiscard]] bool planes_copy_exactly() const noexcept;
   /// @brief The decoded image's rows decode_planes decoded (all, unless it stopped early).
   [[nodiscard]] int planar_rows() const noexcept;
 
