@@ -1,0 +1,43 @@
+"""Summarizes issue14h's ABBA runs: per case, each setting's ratio to the decode limit (median
+over its runs, and the runs' spread), decode and resize us per image, and fast/accurate
+images/s paired run by run (ABBA: pairs (1,2) (4,3) (5,6) (8,7))."""
+import glob
+import json
+import re
+import statistics
+
+rows = {}
+runs = {}
+for f in sorted(glob.glob('*-*-*.json')):
+    m = re.match(r'(generated|photos)-(\d+)-(accurate|fast)\.json', f)
+    if not m:
+        continue
+    s, n, b = m.group(1), int(m.group(2)), m.group(3)
+    runs.setdefault(s, set()).add(n)
+    for r in json.load(open(f))['results']:
+        x = r['details']
+        if 'case' not in x:
+            continue
+        key = (s, r['loader'].replace('gpufeed image_folder: ', '').replace(', fast_dct)', ')').replace(' (fast_dct)', ''))
+        rows.setdefault(key, {}).setdefault(b, {})[n] = (
+            r['ratio'], x['decode_us_per_image'], x['resize_us_per_image'], r['samples_per_s'])
+
+
+def abba_pairs(count):
+    """(accurate run, fast run) in the order accurate fast fast accurate, repeated."""
+    out = []
+    for start in range(1, count + 1, 4):
+        out += [(start, start + 1), (start + 3, start + 2)]
+    return out
+
+
+for (s, case), v in rows.items():
+    m, w = v['accurate'], v['fast']
+    pairs = abba_pairs(len(runs[s]))
+    med = lambda d, i: statistics.median(t[i] for t in d.values())
+    spread = lambda d: f"{min(t[0] for t in d.values()):.2f}-{max(t[0] for t in d.values()):.2f}"
+    ratios = [w[b][3] / m[a][3] for a, b in pairs]
+    print(f"{s:9s} {case:38s} limit ratio accurate {med(m, 0):.3f} ({spread(m)}) fast {med(w, 0):.3f} "
+          f"({spread(w)}) | resize us {med(m, 2):5.1f} -> {med(w, 2):5.1f} | decode us "
+          f"{med(m, 1):5.1f} -> {med(w, 1):5.1f} | fast/accurate images/s median of {len(ratios)} "
+          f"pairs {statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})")
