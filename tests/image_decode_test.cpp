@@ -424,17 +424,13 @@ TEST(image_decode_test, CentreCropCopiesTakeThePlanarPathWithTheSamePixels) {
     }
   }
   for (bool const check : {true, false}) {
-    image_options o{.height = 224,
-                    .width = 224,
-                    .resize_to = 256,
-                    .check_whole_file = check,
-                    .fast_dct = !check};  // the fast inverse DCT too: the planes are libjpeg's
+    image_options o{.height = 224, .width = 224, .resize_to = 256, .check_whole_file = check};
     gpufeed::image_folder planar{dir.path(), o};
     o.planar_decoding = false;
     gpufeed::image_folder rgb{dir.path(), o};
     for (std::size_t i = 0; i < planar.size(); ++i) {
       ASSERT_EQ(read_one(planar, i, 0), read_one(rgb, i, 0))
-          << planar.entries()[i].path << (check ? "" : ", stopping after the crop, fast DCT");
+          << planar.entries()[i].path << (check ? "" : ", stopping after the crop");
     }
     // Every image but the 4:4:0 ones went the planar way: all columns decoded.
     auto const copied = planar.stage_times().decoded_pixels;
@@ -585,41 +581,6 @@ TEST(image_decode_test, PlanarDecodingLeavesOtherImagesAlone) {
   for (std::size_t i = 0; i < planar.size(); ++i) {
     for (std::uint64_t seed = 0; seed < 4; ++seed) {
       EXPECT_EQ(read_one(planar, i, seed), read_one(rgb, i, seed)) << i << ", seed " << seed;
-    }
-  }
-}
-
-// image_options::fast_dct decodes with libjpeg's fast inverse DCT (JDCT_IFAST) on every path:
-// pixels differ from the accurate decode's, by little on average, for every chroma sampling.
-TEST(image_decode_test, FastDctChangesThePixelsByLittle) {
-  temp_dir dir;
-  auto const layouts = sampled_layouts();
-  for (std::size_t i = 0; i < layouts.size(); ++i) {
-    write_bytes(
-        dir.path() / "c" / (layouts[i].first + ".jpg"),
-        encode_jpeg(make_photo(333, 250, static_cast<unsigned>(80 + i)), layouts[i].second));
-  }
-  for (auto const resize : {resize_mode::random_resized_crop, resize_mode::center_crop}) {
-    for (bool const planar : {true, false}) {
-      image_options o{.height = 224,
-                      .width = 224,
-                      .resize = resize,
-                      .horizontal_flip = true,
-                      .planar_decoding = planar};
-      gpufeed::image_folder accurate{dir.path(), o};
-      o.fast_dct = true;
-      gpufeed::image_folder fast{dir.path(), o};
-      for (std::size_t i = 0; i < accurate.size(); ++i) {
-        for (std::uint64_t seed = 0; seed < 3; ++seed) {
-          auto const d = compare(read_one(fast, i, seed), read_one(accurate, i, seed));
-          std::string const what = accurate.entries()[i].path + ", seed " + std::to_string(seed) +
-                                   (planar ? ", planar" : ", RGB") +
-                                   (resize == resize_mode::center_crop ? ", centre" : ", random");
-          EXPECT_GT(d.most, 0) << what << ": the fast inverse DCT was not used";
-          EXPECT_LT(d.mean, 1.5) << what;
-          EXPECT_LE(d.most, 32) << what;
-        }
-      }
     }
   }
 }

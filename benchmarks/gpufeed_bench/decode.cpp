@@ -160,11 +160,8 @@ struct pipeline_samples {
 };
 
 // What a case's pipeline is called in the report: the default keeps the name it always had.
-std::string pipeline_name(decode_case const& c, bool check_whole_file, bool fast_dct) {
-  std::string settings;
-  if (!check_whole_file) settings = "check_whole_file=false";
-  if (fast_dct) settings += std::string{settings.empty() ? "" : ", "} + "fast_dct";
-  return settings.empty() ? c.name : c.name + " (" + settings + ")";
+std::string pipeline_name(decode_case const& c, bool check_whole_file) {
+  return check_whole_file ? c.name : c.name + " (check_whole_file=false)";
 }
 
 }  // namespace
@@ -225,12 +222,6 @@ CLI::App* add_decode_command(CLI::App& app, decode_config& config) {
             "and OpenCV do; for analysis: no goals are judged against it)",
             "fast|accurate")
       ->check(CLI::IsMember({"fast", "accurate"}));
-  add_value(*command, "--pipeline-dct", config.pipeline_dct,
-            "The pipelines' inverse DCT: accurate (the default of image_options, JDCT_ISLOW, as "
-            "PIL and OpenCV decode) or fast (image_options::fast_dct, JDCT_IFAST, the limit's "
-            "own and FFCV's)",
-            "accurate|fast")
-      ->check(CLI::IsMember({"accurate", "fast"}));
   command->footer(
       "Each pair runs the decode limit, then the pipeline, on the same files, for the same number "
       "of images (--batches x --batch-size). The limit: --workers threads decode whole images "
@@ -269,7 +260,6 @@ report run_decode(decode_config const& config, std::ostream& progress) {
                            .seed = config.seed});
   }
   std::vector<bool> const checks = whole_file_checks(config.check_whole_file);
-  bool const fast_dct = config.pipeline_dct == "fast";
   // folders[case][k]: the case's pipeline with checks[k].
   std::vector<std::vector<std::shared_ptr<gpufeed::image_folder const>>> folders;
   for (auto const& c : cases) {
@@ -277,7 +267,6 @@ report run_decode(decode_config const& config, std::ostream& progress) {
     for (bool const check : checks) {
       auto options = c.options;
       options.check_whole_file = check;
-      options.fast_dct = fast_dct;
       per_check.push_back(std::make_shared<gpufeed::image_folder>(root, options));
     }
   }
@@ -320,7 +309,7 @@ report run_decode(decode_config const& config, std::ostream& progress) {
     }
     for (std::size_t v = 0; v < checks.size(); ++v) {
       auto const& s = samples[v];
-      std::string const name = pipeline_name(c, checks[v], fast_dct);
+      std::string const name = pipeline_name(c, checks[v]);
       bench_result row;
       row.loader = "gpufeed image_folder: " + name;
       row.samples_per_s = median(s.rates);
@@ -333,7 +322,6 @@ report run_decode(decode_config const& config, std::ostream& progress) {
       row.details = {{"case", c.name},
                      {"pipeline", c.what},
                      {"check_whole_file", checks[v]},
-                     {"fast_dct", fast_dct},
                      {"output", {c.options.height, c.options.width}},
                      {"samples_per_s_runs", s.rates},
                      {"limit_images_per_s_runs", limit_rates},

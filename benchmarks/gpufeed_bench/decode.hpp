@@ -42,9 +42,6 @@ struct decode_config {
   /// crop's last row) or "both" (each repeat runs the limit, then "on" and "off", in the
   /// opposite order every other repeat).
   std::string check_whole_file = "both";
-  /// The pipelines' inverse DCT: "accurate" (image_options' default, JDCT_ISLOW) or "fast"
-  /// (image_options::fast_dct, JDCT_IFAST: the limit's own).
-  std::string pipeline_dct = "accurate";
 };
 
 /// Registers the `decode` subcommand and its flags, which write into `config`.

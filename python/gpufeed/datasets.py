@@ -3,11 +3,10 @@ that never take the GIL. Keyword arguments are named as their C++ options.
 
 - ``ImageFolder(root, height=224, width=224, resize="center_crop", resize_to=0, scale=(0.08, 1),
   ratio=(3/4, 4/3), horizontal_flip=False, jitter=None, reduced_decoding=True,
-  check_whole_file=True, fast_dct=False)``: torchvision's folder-per-class layout; batches are
+  check_whole_file=True)``: torchvision's folder-per-class layout; batches are
   ``[images, labels]``: uint8 [N, H, W, 3] and int64 [N]. ``check_whole_file=False`` stops each
   JPEG's decode after the last row the crop needs: faster, but damage below the crop goes
-  unnoticed. ``fast_dct=True`` decodes with libjpeg's fast inverse DCT (as FFCV does): faster,
-  pixels slightly different from PIL's (docs/datasets-images.md).
+  unnoticed (docs/datasets-images.md).
 - ``FileList(csv, ...)``: the images a ``path,label`` CSV lists; same options and batches.
 - ``HDF5(path, fields=None, cache_chunks=8, force_h5dread=False)``: rows of HDF5 datasets;
   batches are dicts by field name.

@@ -331,10 +331,6 @@ void jpeg_reader::set_read_to_end(bool read_to_end) noexcept {
   state_->read_to_end = read_to_end;
 }
 
-void jpeg_reader::set_fast_dct(bool fast) noexcept {
-  state_->info.dct_method = fast ? JDCT_IFAST : JDCT_ISLOW;
-}
-
 jpeg_reader::~jpeg_reader() = default;
 
 file_error jpeg_reader::corrupt() const {

@@ -279,7 +279,6 @@ decoded_image decode_jpeg(std::span<unsigned char const> encoded, std::string co
     throw file_error(name, "truncated JPEG (no end-of-image marker after the scan)");
   }
   reader.set_read_to_end(o.check_whole_file);
-  reader.set_fast_dct(o.fast_dct);
   // Per thread, reused: the pixel buffers grow to the largest image a thread has decoded and
   // are not allocated again after that (libjpeg still allocates its own state for each image).
   thread_local rgbx_buffer pixels;

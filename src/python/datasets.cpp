@@ -125,13 +125,10 @@ image_options image_options_from(py::dict const& kwargs) {
       o.reduced_decoding = v.cast<bool>();
     } else if (key == "check_whole_file") {
       o.check_whole_file = v.cast<bool>();
-    } else if (key == "fast_dct") {
-      o.fast_dct = v.cast<bool>();
     } else {
       throw py::value_error{"unknown image option '" + key +
                             "'; the options are height, width, size, resize, resize_to, scale, "
-                            "ratio, horizontal_flip, jitter, reduced_decoding, check_whole_file, "
-                            "fast_dct"};
+                            "ratio, horizontal_flip, jitter, reduced_decoding, check_whole_file"};
     }
   }
   return o;

@@ -85,13 +85,6 @@ struct image_options {
   /// planar path only: a progressive JPEG is read whole either way, as is every row on the RGB
   /// path without cropped_decoding; PNG is always decoded whole.
   bool check_whole_file = true;
-  /// libjpeg's fast integer inverse DCT (JDCT_IFAST: what `tjbench -fastdct` measures and FFCV
-  /// decodes with) instead of its accurate one (JDCT_ISLOW, the default, as PIL and OpenCV
-  /// decode): fewer cycles per block, slightly different pixels (about one grey level on average
-  /// and a few at most on photographs; more above quality 95, where libjpeg advises against it).
-  /// Blocks decoded at a reduced size (reduced_decoding) take libjpeg's reduced inverse DCTs
-  /// either way.
-  bool fast_dct = false;
 };
 
 /// @brief Where an image dataset's workers spent their time, summed over workers, since the

@@ -67,10 +67,6 @@ class jpeg_reader {
   /// same). A progressive JPEG is read whole by libjpeg before any row either way.
   void set_read_to_end(bool read_to_end) noexcept;
 
-  /// @brief Whether decode and decode_planes use libjpeg's fast integer inverse DCT
-  /// (JDCT_IFAST) instead of the accurate one (JDCT_ISLOW, the default). Before either.
-  void set_fast_dct(bool fast) noexcept;
-
   /// @brief The image's size as its frame header states it.
   [[nodiscard]] int width() const noexcept;
   [[nodiscard]] int height() const noexcept;
