@@ -61,7 +61,7 @@ chroma_source chroma_rows(plane_view const& p, int row) noexcept {
   return {at(here), at(other), p.width, p.x_step, p.y_step};
 }
 
-// The last chroma row the rows [first, end) of the image read.
+// The last chroma row that the image's rows before `end` read (their far rows included).
 int last_chroma_row(plane_view const& p, int end) noexcept {
   int const last = end - 1;
   return p.y_step == 2 ? std::min(last / 2 + last % 2, p.height - 1) : last;
