@@ -408,6 +408,60 @@ TEST(image_decode_test, CopyOfThePlanesRefusesWhatItCannotReproduce) {
       << "the last row's chroma context (row 32) was not decoded";
 }
 
+// The colour arithmetic alone, for every (Cb, Cr) pair at luma values across the range, against
+// jdcolor.c's tables written out here (build_ycc_rgb_table, ycc_rgb_convert): the AVX2 kernel's
+// 16-bit split of each factor gives libjpeg's integers exactly, as the plain kernel does.
+TEST(image_decode_test, CopyConvertsEveryChromaPairAsLibjpegsTables) {
+  constexpr int side = 256;                  // 4:4:4 planes: Cb = the column, Cr = the row
+  constexpr std::size_t stride = side + 32;  // padded as the decoder pads its rows
+  std::vector<std::uint8_t> planes(3 * stride * side);
+  std::uint8_t* const luma = planes.data();
+  std::uint8_t* const cb = luma + stride * side;
+  std::uint8_t* const cr = cb + stride * side;
+  for (std::size_t r = 0; r < side; ++r) {
+    for (std::size_t c = 0; c < side; ++c) {
+      cb[r * stride + c] = static_cast<std::uint8_t>(c);
+      cr[r * stride + c] = static_cast<std::uint8_t>(r);
+    }
+  }
+  gpufeed::detail::ycc_view const view{{luma, stride, side, side, 1, 1},
+                                       {cb, stride, side, side, 1, 1},
+                                       {cr, stride, side, side, 1, 1},
+                                       side,
+                                       side,
+                                       side};
+  auto const fix = [](double x) { return static_cast<std::int32_t>(x * 65536 + 0.5); };
+  std::array<int, 256> cr_r{}, cb_b{};
+  std::array<std::int32_t, 256> cr_g{}, cb_g{};
+  for (std::size_t i = 0; i < 256; ++i) {
+    int const x = static_cast<int>(i) - 128;
+    cr_r[i] = (fix(1.40200) * x + 32768) >> 16;
+    cb_b[i] = (fix(1.77200) * x + 32768) >> 16;
+    cr_g[i] = -fix(0.71414) * x;
+    cb_g[i] = -fix(0.34414) * x + 32768;
+  }
+  auto const byte = [](int v) { return static_cast<std::uint8_t>(std::clamp(v, 0, 255)); };
+  std::vector<std::uint8_t> out(3 * side * side);
+  for (int const y : {0, 1, 17, 128, 200, 254, 255}) {
+    std::fill(luma, luma + stride * side, static_cast<std::uint8_t>(y));
+    for (bool const portable : {false, true}) {
+      bool const was_fast = gpufeed::detail::use_portable_resize(portable);
+      gpufeed::detail::copy_ycc_to_rgb(view, 0, 0, out, side, side, false);
+      (void)gpufeed::detail::use_portable_resize(!was_fast);
+      std::size_t wrong = 0;
+      for (std::size_t r = 0; r < side; ++r) {
+        for (std::size_t c = 0; c < side; ++c) {
+          std::uint8_t const* const p = out.data() + 3 * (r * side + c);
+          wrong += static_cast<std::size_t>(p[0] != byte(y + cr_r[r])) +
+                   static_cast<std::size_t>(p[1] != byte(y + ((cb_g[c] + cr_g[r]) >> 16))) +
+                   static_cast<std::size_t>(p[2] != byte(y + cb_b[c]));
+        }
+      }
+      EXPECT_EQ(wrong, 0U) << "luma " << y << (portable ? ", plain kernel" : ", SIMD kernel");
+    }
+  }
+}
+
 // A centre crop the output's size (Resize(256) + CenterCrop(224) of images whose short side is
 // 256) takes the planar path, to the very pixels of the RGB path, for every chroma sampling,
 // offsets odd and even, stopping after the crop or not.

@@ -218,7 +218,8 @@ class DataLoader:
             _gpufeed.log("info", f"text fields {names}: the batch holds an int64 id per sample "
                          "for each (int64[] below) and gpufeed hands the str or bytes values "
                          "back with it, keeping each distinct value once (at most "
-                         "len(dataset) + 65536 per field)")
+                         f"len(dataset) + {_gpufeed.PythonDataset.text_values_beyond_length} "
+                         "per field)")
 
         # The order: gpufeed's own (sequential, or shuffled from a seed), or the sampler's.
         order = "builtin"

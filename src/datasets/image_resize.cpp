@@ -821,8 +821,12 @@ bool use_portable_resize(bool portable) noexcept {
   return chosen_kernels.exchange(portable ? &plain_kernels : &best_kernels) != &plain_kernels;
 }
 
-bool portable_resize_in_use() noexcept {
-  return chosen_kernels.load(std::memory_order_relaxed) == &plain_kernels;
+bool avx2_kernels_in_use() noexcept {
+#if defined(GPUFEED_RESIZE_AVX2)
+  return active().copy_row == copy_row_avx2;
+#else
+  return false;
+#endif
 }
 
 void rgbx_row_to_rgb(std::uint8_t const* rgbx, int width, bool mirror, std::uint8_t* rgb) noexcept {

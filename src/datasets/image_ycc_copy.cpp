@@ -252,13 +252,6 @@ struct rgb16 {
   rgbx_row_to_rgb(rgbx, j.width, true, j.out);
 }
 
-bool cpu_has_avx2() noexcept {
-  static bool const has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") != 0;
-  }();
-  return has;
-}
 #endif
 
 }  // namespace
@@ -297,7 +290,7 @@ void copy_ycc_to_rgb(ycc_view const& source, int x, int y, std::span<std::uint8_
           " and their chroma context are needed; " + std::to_string(source.decoded_rows) +
           " were decoded");
 #if defined(GPUFEED_YCC_COPY_AVX2)
-  bool const fast = cpu_has_avx2() && !portable_resize_in_use();
+  bool const fast = avx2_kernels_in_use();
   thread_local row_scratch scratch;
   if (fast) scratch.fit(out_width);
 #endif

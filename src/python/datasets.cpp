@@ -222,6 +222,9 @@ void bind_datasets(py::module_& m) {
           "The str or bytes values of a text field of a batch, one per sample.")
       .def_property_readonly("texts_kept", &python_dataset::texts_kept,
                              "Distinct text values kept so far (all text fields).")
+      .def_property_readonly_static(
+          "text_values_beyond_length", [](py::object const&) { return text_values_beyond_length; },
+          "Distinct values a text field may keep beyond the dataset's length.")
       .def("gil_times", [](python_dataset const& d) {
         auto const t = d.times();
         py::dict out;

@@ -20,9 +20,6 @@ namespace {
 // workers run Python meanwhile; below it, giving the GIL back costs more than it frees.
 constexpr std::size_t release_gil_from_bytes = 64 * 1024;
 
-// A text field keeps at most this many distinct values more than the dataset has samples.
-constexpr std::size_t text_values_beyond_length = 65536;
-
 thread_local worker_info this_worker;
 
 std::int64_t now_ns() noexcept {

@@ -37,9 +37,8 @@ class sample_tree {
   }
 
   /// The structure for the Python side to rebuild batches with: nested tuples
-  /// ("leaf", field), ("text", field), ("tuple", [...]), ("list", [...]), ("dict", type, keys,
-  /// [...]),
-  /// ("namedtuple", type, [...]).
+  /// ("leaf", field), ("text", field), ("tuple", [...]), ("list", [...]),
+  /// ("dict", type, keys, [...]), ("namedtuple", type, [...]).
   [[nodiscard]] py::object describe() const;
 
   /// Drops the Python objects held (GIL held); the tree is unusable afterwards.

@@ -38,8 +38,10 @@ std::int64_t text_table::intern(py::handle value, leaf_place const& where) {
     throw std::invalid_argument{
         where.text() + ": more than " + std::to_string(limit_) + " distinct " + want +
         " values; gpufeed keeps each distinct text value of a field once, to hand it back with "
-        "its batch, and keeps at most the dataset's length + 65536: return text that repeats "
-        "(file names, labels, ids), or encode free text as arrays (token ids) in __getitem__"};
+        "its batch, and keeps at most the dataset's length + " +
+        std::to_string(text_values_beyond_length) +
+        ": return text that repeats (file names, labels, ids), or encode free text as arrays "
+        "(token ids) in __getitem__"};
   }
   if (PyList_Append(values_.ptr(), key.ptr()) != 0) throw py::error_already_set();
   auto const number = py::int_(id);

@@ -5,9 +5,10 @@
 // strings. Ids survive what the core does to a batch's memory (skipped samples compacted, the
 // copy to the GPU) because they are plain numbers.
 //
-// Bounded: each field keeps at most `limit` distinct values (the dataset's length plus 65536 by
-// default), for the loader's life; a dataset that makes new text on every read (random
-// captions) is refused with a SampleError rather than left to grow without end.
+// Bounded: each field keeps at most `limit` distinct values (python_dataset gives the dataset's
+// length plus text_values_beyond_length), for the loader's life; a dataset that makes new text
+// on every read (random captions) is refused with a SampleError rather than left to grow
+// without end.
 
 #include <pybind11/pybind11.h>
 
@@ -22,6 +23,9 @@ namespace gpufeed::python {
 
 namespace py = pybind11;
 
+/// The distinct text values a field may keep beyond the dataset's length.
+inline constexpr std::size_t text_values_beyond_length = 65536;
+
 class text_table {
  public:
   /// `bytes`: the field holds bytes (else str); `limit`: distinct values kept at most.
@@ -35,7 +39,6 @@ class text_table {
   /// The values of `ids` as a list (GIL held). @throws std::out_of_range for an unknown id.
   [[nodiscard]] py::list values(std::span<std::int64_t const> ids) const;
 
-  [[nodiscard]] bool holds_bytes() const noexcept { return bytes_; }
   [[nodiscard]] std::size_t size() const noexcept;
 
   /// Drops the Python objects (GIL held), or forgets them without a GIL (an interpreter that

@@ -102,7 +102,7 @@ bool use_portable_resize(bool portable) noexcept;
 /// (jdsample.c's "fancy" upsampling of the chroma: a triangle filter with its rounding biases,
 /// the image's edges repeated; jdcolor.c's integer YCbCr -> RGB), for JPEGs libjpeg upsamples so
 /// (do_fancy_upsampling, the default, at every DCT scale but 1/8). Where no resampling is asked
-/// this is the planar path's whole work: no intermediate rows, one pass per output row. The
+/// this is the planar path's whole work: one pass per output row, no intermediate image. The
 /// planes must hold the rows the area covers and, for chroma subsampled vertically, the chroma
 /// row below its last (the upsampling's context). AVX2 where the CPU has it, the same integers
 /// in plain C++ elsewhere. @throws logic_error for an area outside the image or the rows decoded.
@@ -110,10 +110,11 @@ void copy_ycc_to_rgb(ycc_view const& source, int x, int y, std::span<std::uint8_
                      int out_width, int out_height, bool mirror);
 
 /// @brief For image_ycc_copy.cpp: RGBX pixels -> RGB bytes, mirrored if asked, with the kernels
-/// use_portable_resize chose.
+/// in use.
 void rgbx_row_to_rgb(std::uint8_t const* rgbx, int width, bool mirror, std::uint8_t* rgb) noexcept;
-/// @brief Whether use_portable_resize(true) is in force.
-[[nodiscard]] bool portable_resize_in_use() noexcept;
+/// @brief Whether the resampler's AVX2 kernels are in use (the CPU has AVX2 and
+/// use_portable_resize(true) is not in force): the one choice every image kernel follows.
+[[nodiscard]] bool avx2_kernels_in_use() noexcept;
 
 /// @brief As resize_rgbx_to_rgb, from the planes of a YCbCr image: each plane is resampled at
 /// its own resolution (the chroma planes from their subsampled samples, positioned as JPEG
