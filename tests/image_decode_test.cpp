@@ -19,6 +19,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpufeed/datasets/file_list.hpp"
@@ -42,6 +43,18 @@ using gpufeed::resize_mode;
 using gpufeed::test::temp_dir;
 using gpufeed::test::write_bytes;
 using pixels = std::vector<std::uint8_t>;
+
+// Runs `f` with the plain C++ image kernels (portable) or the fastest this CPU has, then puts
+// back those in use before, however `f` ends. @return whether the fastest were in use before.
+template <class F>
+bool with_kernels(bool portable, F&& f) {
+  struct restore {
+    bool fast_before;
+    ~restore() { (void)gpufeed::detail::use_portable_resize(!fast_before); }
+  } const guard{gpufeed::detail::use_portable_resize(portable)};
+  std::forward<F>(f)();
+  return guard.fast_before;
+}
 
 // A photograph-like RGB picture: smooth shapes at several scales plus grain, so that JPEG
 // keeps detail everywhere (and every block boundary shows up in a comparison).
@@ -298,12 +311,12 @@ TEST(image_decode_test, ResizeMatchesTheReference) {
                                          static_cast<double>(w), static_cast<double>(h)},
                                         {got.data, got.total() * 3}, ow, oh, mirror);
     cv::Mat plain(oh, ow, CV_8UC3);
-    bool const was_fast = gpufeed::detail::use_portable_resize(true);
-    gpufeed::detail::resize_rgbx_to_rgb(source.view(picture.cols, picture.rows),
-                                        {static_cast<double>(x), static_cast<double>(y),
-                                         static_cast<double>(w), static_cast<double>(h)},
-                                        {plain.data, plain.total() * 3}, ow, oh, mirror);
-    (void)gpufeed::detail::use_portable_resize(false);
+    bool const was_fast = with_kernels(true, [&] {
+      gpufeed::detail::resize_rgbx_to_rgb(source.view(picture.cols, picture.rows),
+                                          {static_cast<double>(x), static_cast<double>(y),
+                                           static_cast<double>(w), static_cast<double>(h)},
+                                          {plain.data, plain.total() * 3}, ow, oh, mirror);
+    });
     if (was_fast) {
       EXPECT_EQ(cv::norm(got, plain, cv::NORM_INF), 0.0)
           << "SIMD and plain kernels differ: crop " << x << "," << y << " " << w << "x" << h
@@ -317,6 +330,137 @@ TEST(image_decode_test, ResizeMatchesTheReference) {
     cv::minMaxLoc(diff.reshape(1), nullptr, &most);
     EXPECT_LE(most, 1) << "crop " << x << "," << y << " " << w << "x" << h << " -> " << ow << "x"
                        << oh << (mirror ? " mirrored" : "");
+  }
+}
+
+// Planes of `picture` as JPEG stores them (BT.601 full range, rounded), with chroma averaged
+// over `step` x `step` pixels, each row padded as decode_planes pads it (the resampler reads
+// whole blocks of 16 samples).
+struct test_planes {
+  std::array<std::vector<std::uint8_t>, 3> bytes;
+  gpufeed::detail::ycc_view view;
+  cv::Mat ycc;  // full resolution, CV_8UC3 Y Cb Cr
+};
+
+test_planes planes_of(cv::Mat const& picture, int step) {
+  test_planes t;
+  t.ycc = cv::Mat(picture.rows, picture.cols, CV_8UC3);
+  for (int y = 0; y < picture.rows; ++y) {
+    for (int x = 0; x < picture.cols; ++x) {
+      cv::Vec3b const p = picture.at<cv::Vec3b>(y, x);  // R G B
+      double const r = p[0];
+      double const g = p[1];
+      double const b = p[2];
+      t.ycc.at<cv::Vec3b>(y, x) = {
+          cv::saturate_cast<std::uint8_t>(std::lround(0.299 * r + 0.587 * g + 0.114 * b)),
+          cv::saturate_cast<std::uint8_t>(std::lround(128 - 0.168736 * r - 0.331264 * g + 0.5 * b)),
+          cv::saturate_cast<std::uint8_t>(
+              std::lround(128 + 0.5 * r - 0.418688 * g - 0.081312 * b))};
+    }
+  }
+  std::array<gpufeed::detail::plane_view*, 3> const views{&t.view.y, &t.view.cb, &t.view.cr};
+  for (int c = 0; c < 3; ++c) {
+    int const s = c == 0 ? 1 : step;
+    int const w = (picture.cols + s - 1) / s;
+    int const h = (picture.rows + s - 1) / s;
+    std::size_t const stride = static_cast<std::size_t>(w) + 48;
+    auto& bytes = t.bytes[static_cast<std::size_t>(c)];
+    bytes.assign(stride * static_cast<std::size_t>(h + 1), 0);
+    for (int y = 0; y < h; ++y) {
+      for (int x = 0; x < w; ++x) {
+        int sum = 0;
+        int n = 0;
+        for (int dy = 0; dy < s && y * s + dy < picture.rows; ++dy) {
+          for (int dx = 0; dx < s && x * s + dx < picture.cols; ++dx, ++n) {
+            sum += t.ycc.at<cv::Vec3b>(y * s + dy, x * s + dx)[c];
+          }
+        }
+        bytes[static_cast<std::size_t>(y) * stride + static_cast<std::size_t>(x)] =
+            static_cast<std::uint8_t>((sum + n / 2) / n);
+      }
+    }
+    *views[static_cast<std::size_t>(c)] = {bytes.data(), stride, w, h, s, s};
+  }
+  t.view.width = picture.cols;
+  t.view.height = picture.rows;
+  t.view.decoded_rows = picture.rows;
+  return t;
+}
+
+// JPEG's YCbCr -> RGB of unrounded values, rounded once.
+cv::Mat rgb_of_ycc(cv::Mat const& ycc) {
+  cv::Mat out(ycc.rows, ycc.cols, CV_8UC3);
+  for (int y = 0; y < ycc.rows; ++y) {
+    for (int x = 0; x < ycc.cols; ++x) {
+      cv::Vec3d const v = ycc.at<cv::Vec3d>(y, x);
+      double const cb = v[1] - 128;
+      double const cr = v[2] - 128;
+      out.at<cv::Vec3b>(y, x) = {
+          cv::saturate_cast<std::uint8_t>(std::lround(v[0] + 1.402 * cr)),
+          cv::saturate_cast<std::uint8_t>(std::lround(v[0] - 0.344136 * cb - 0.714136 * cr)),
+          cv::saturate_cast<std::uint8_t>(std::lround(v[0] + 1.772 * cb))};
+    }
+  }
+  return out;
+}
+
+// The planes' resize (resize_ycc_to_rgb): with chroma at full resolution, the reference model
+// of the YCbCr image converted to RGB, within a grey level, on random crops up and down, mirrored
+// or not, to output sizes of every remainder of 8 and 16 (the SIMD passes work on blocks of eight
+// rows and sixteen values), some of them a copy along one axis (a pass of copied rows), and
+// enlargements that copy every seventh row; with chroma subsampled too, the SIMD kernels give
+// exactly the plain kernels' pixels.
+TEST(image_decode_test, PlaneResizeMatchesTheReference) {
+  cv::Mat const picture = make_photo(150, 110, 12);
+  std::mt19937 rng{6};
+  for (int step : {1, 2}) {
+    test_planes const planes = planes_of(picture, step);
+    // First whole-image enlargements by 7/5 and 7/4, where every seventh output row and column
+    // is a copy of an input one (of the chroma's too), inside the SIMD passes' blocks.
+    std::vector<std::array<int, 6>> const fixed{{0, 0, 150, 110, 210, 154},
+                                                {0, 0, 150, 110, 210, 154},
+                                                {0, 0, 100, 80, 175, 140},
+                                                {0, 0, 100, 80, 175, 140}};
+    for (int trial = 0; trial < 200; ++trial) {
+      auto const pick = [&](int lo, int hi) {
+        return std::uniform_int_distribution<int>{lo, hi}(rng);
+      };
+      bool const is_fixed = static_cast<std::size_t>(trial) < fixed.size();
+      auto const f = is_fixed ? fixed[static_cast<std::size_t>(trial)] : std::array<int, 6>{};
+      int const w = is_fixed ? f[2] : pick(1, picture.cols);
+      int const h = is_fixed ? f[3] : pick(1, picture.rows);
+      int const x = is_fixed ? f[0] : pick(0, picture.cols - w);
+      int const y = is_fixed ? f[1] : pick(0, picture.rows - h);
+      int const ow = is_fixed ? f[4] : trial % 10 == 3 ? w : pick(1, 200);
+      int const oh = is_fixed ? f[5] : trial % 10 == 7 ? h : pick(1, 200);
+      bool const mirror = trial % 2 == 1;
+      std::string const what =
+          "chroma step " + std::to_string(step) + ", crop " + std::to_string(x) + "," +
+          std::to_string(y) + " " + std::to_string(w) + "x" + std::to_string(h) + " -> " +
+          std::to_string(ow) + "x" + std::to_string(oh) + (mirror ? " mirrored" : "");
+      gpufeed::detail::crop_area const area{static_cast<double>(x), static_cast<double>(y),
+                                            static_cast<double>(w), static_cast<double>(h)};
+      cv::Mat got(oh, ow, CV_8UC3);
+      gpufeed::detail::resize_ycc_to_rgb(planes.view, area, {got.data, got.total() * 3}, ow, oh,
+                                         mirror);
+      cv::Mat plain(oh, ow, CV_8UC3);
+      bool const was_fast = with_kernels(true, [&] {
+        gpufeed::detail::resize_ycc_to_rgb(planes.view, area, {plain.data, plain.total() * 3}, ow,
+                                           oh, mirror);
+      });
+      if (was_fast) {
+        ASSERT_EQ(differing_bytes(got, plain), 0U) << "SIMD and plain kernels differ: " << what;
+      }
+      if (step != 1) continue;
+      cv::Mat want =
+          rgb_of_ycc(gpufeed::test::reference_resize_exact(planes.ycc, {x, y, w, h}, ow, oh));
+      if (mirror) cv::flip(want, want, 1);
+      cv::Mat diff;
+      cv::absdiff(got, want, diff);
+      double most = 0;
+      cv::minMaxLoc(diff.reshape(1), nullptr, &most);
+      ASSERT_LE(most, 1) << what;
+    }
   }
 }
 
@@ -368,10 +512,10 @@ TEST(image_decode_test, CopyOfThePlanesIsLibjpegsDecode) {
           if (mirror) cv::flip(want, want, 1);
           for (bool const portable : {false, true}) {
             cv::Mat got(rect.height, rect.width, CV_8UC3);
-            bool const was_fast = gpufeed::detail::use_portable_resize(portable);
-            gpufeed::detail::copy_ycc_to_rgb(ycc, rect.x, rect.y, {got.data, got.total() * 3},
-                                             rect.width, rect.height, mirror);
-            (void)gpufeed::detail::use_portable_resize(!was_fast);
+            (void)with_kernels(portable, [&] {
+              gpufeed::detail::copy_ycc_to_rgb(ycc, rect.x, rect.y, {got.data, got.total() * 3},
+                                               rect.width, rect.height, mirror);
+            });
             ASSERT_EQ(differing_bytes(got, want), 0U)
                 << name << " at 1/" << reduction << ", area " << rect.x << "," << rect.y << " "
                 << rect.width << "x" << rect.height << (mirror ? ", mirrored" : "")
@@ -445,9 +589,8 @@ TEST(image_decode_test, CopyConvertsEveryChromaPairAsLibjpegsTables) {
   for (int const y : {0, 1, 17, 128, 200, 254, 255}) {
     std::fill(luma, luma + stride * side, static_cast<std::uint8_t>(y));
     for (bool const portable : {false, true}) {
-      bool const was_fast = gpufeed::detail::use_portable_resize(portable);
-      gpufeed::detail::copy_ycc_to_rgb(view, 0, 0, out, side, side, false);
-      (void)gpufeed::detail::use_portable_resize(!was_fast);
+      (void)with_kernels(
+          portable, [&] { gpufeed::detail::copy_ycc_to_rgb(view, 0, 0, out, side, side, false); });
       std::size_t wrong = 0;
       for (std::size_t r = 0; r < side; ++r) {
         for (std::size_t c = 0; c < side; ++c) {
@@ -654,9 +797,8 @@ TEST(image_decode_test, PortableKernelsGiveTheSamePixels) {
                                                         .planar_decoding = planar_path}};
       for (std::size_t i = 0; i < d.size(); ++i) {
         for (std::uint64_t seed = 0; seed < 5; ++seed) {
-          bool const was_fast = gpufeed::detail::use_portable_resize(true);
-          auto const plain = read_one(d, i, seed);
-          (void)gpufeed::detail::use_portable_resize(false);
+          pixels plain;
+          bool const was_fast = with_kernels(true, [&] { plain = read_one(d, i, seed); });
           EXPECT_TRUE(was_fast);
           EXPECT_EQ(plain, read_one(d, i, seed)) << "planar " << planar_path << ", size " << size
                                                  << ", image " << i << ", seed " << seed;

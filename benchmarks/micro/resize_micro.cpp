@@ -1,7 +1,8 @@
 // Micro-benchmark of the image datasets' resize (gpufeed::detail::resize_rgbx_to_rgb,
 // resize_ycc_to_rgb and copy_ycc_to_rgb): one thread, crops of a 500 x 400 image (the size of the
 // Python image benchmark's photographs) to 224 x 224, mirrored, as RandomResizedCrop and the centre
-// crop make them. The source pixels are noise: the resize does the same work whatever they are.
+// crop make them, and whole images. The source pixels are noise: the resize does the same work
+// whatever they are.
 
 #include <benchmark/benchmark.h>
 
@@ -47,22 +48,31 @@ void resize_rgbx(benchmark::State& state) {
 }
 
 // 4:2:0 planes of noise, padded as the decoder pads them, every row decoded.
-struct noise_planes {
-  static constexpr std::size_t luma_stride = source_width + 32;
-  static constexpr std::size_t chroma_stride = source_width / 2 + 32;
-  std::vector<std::uint8_t> bytes = std::vector<std::uint8_t>(
-      luma_stride * source_height + 2 * chroma_stride * (source_height / 2) + 64);
-  noise_planes() { fill_noise(bytes.data(), bytes.size()); }
-  [[nodiscard]] gpufeed::detail::ycc_view view() const {
-    std::uint8_t const* const cb = bytes.data() + luma_stride * source_height;
-    std::uint8_t const* const cr = cb + chroma_stride * (source_height / 2);
-    return {{bytes.data(), luma_stride, source_width, source_height, 1, 1},
-            {cb, chroma_stride, source_width / 2, source_height / 2, 2, 2},
-            {cr, chroma_stride, source_width / 2, source_height / 2, 2, 2},
-            source_width,
-            source_height,
-            source_height};
+class noise_planes {
+ public:
+  explicit noise_planes(int width = source_width, int height = source_height)
+      : width_{width}, height_{height} {
+    fill_noise(bytes_.data(), bytes_.size());
   }
+  [[nodiscard]] gpufeed::detail::ycc_view view() const {
+    std::uint8_t const* const cb = bytes_.data() + luma_stride_ * rows(height_);
+    std::uint8_t const* const cr = cb + chroma_stride_ * rows(height_ / 2);
+    return {{bytes_.data(), luma_stride_, width_, height_, 1, 1},
+            {cb, chroma_stride_, width_ / 2, height_ / 2, 2, 2},
+            {cr, chroma_stride_, width_ / 2, height_ / 2, 2, 2},
+            width_,
+            height_,
+            height_};
+  }
+
+ private:
+  static std::size_t rows(int n) { return static_cast<std::size_t>(n); }
+  int width_;
+  int height_;
+  std::size_t luma_stride_ = rows(width_) + 32;
+  std::size_t chroma_stride_ = rows(width_ / 2) + 32;
+  std::vector<std::uint8_t> bytes_ = std::vector<std::uint8_t>(
+      luma_stride_ * rows(height_) + 2 * chroma_stride_ * rows(height_ / 2) + 64);
 };
 
 void resize_ycc(benchmark::State& state) {
@@ -70,6 +80,23 @@ void resize_ycc(benchmark::State& state) {
   auto const source = planes.view();
   std::vector<std::uint8_t> out(3 * output * output);
   crop_area const area = crop_of(state);
+  for (auto _ : state) {
+    gpufeed::detail::resize_ycc_to_rgb(source, area, out, output, output, true);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+// The whole of a width x height image (RandomResizedCrop with scale 1, gpufeed-bench decode's
+// `whole` case): 320 x 256 is its generated set's size, where the chroma (160 x 128) is enlarged
+// by 7/5 and 7/4, which makes every seventh output row and column a copy of an input one.
+void resize_ycc_whole(benchmark::State& state) {
+  int const width = static_cast<int>(state.range(0));
+  int const height = static_cast<int>(state.range(1));
+  noise_planes const planes{width, height};
+  auto const source = planes.view();
+  std::vector<std::uint8_t> out(3 * output * output);
+  crop_area const area{0, 0, static_cast<double>(width), static_cast<double>(height)};
   for (auto _ : state) {
     gpufeed::detail::resize_ycc_to_rgb(source, area, out, output, output, true);
     benchmark::DoNotOptimize(out.data());
@@ -104,6 +131,7 @@ BENCHMARK(resize_ycc)
     ->Args({150, 150})
     ->Args({300, 250})
     ->Args({450, 380});
+BENCHMARK(resize_ycc_whole)->ArgNames({"width", "height"})->Args({320, 256})->Args({500, 400});
 
 // x: the crop's left edge, on a chroma sample's first pixel (48: the centre of 320) or its second.
 BENCHMARK(copy_ycc)->ArgNames({"mirror", "x"})->Args({0, 48})->Args({0, 49})->Args({1, 48});

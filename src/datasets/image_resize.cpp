@@ -9,6 +9,7 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -142,38 +143,30 @@ std::int16_t q7(std::uint8_t v) noexcept {
   return static_cast<std::int16_t>(v << q7_bits);
 }
 
-// Where a filter pass writes its output row j: as a row (out + j * stride), or, `Turned`, for
-// RGBX pixels (four values each), transposed: pixel p of row j to row p at pixel column c(j),
-// c(j) = j, or rows - 1 - j when mirrored. The transpose between the passes (and after them)
-// folded into the pass's stores.
+// Where a filter pass writes its output row j: turned, in groups of `Group` values (4: RGBX
+// pixels; 1: a plane's samples), group p of row j to row p at group column c(j), c(j) = j, or
+// rows - 1 - j when mirrored. The transposes between the passes and after them, folded into
+// the passes' stores.
 struct pass_output {
   std::int16_t* data = nullptr;
   std::size_t stride = 0;
-  bool mirror = false;  // (Turned only)
+  bool mirror = false;
 };
 
-template <bool Turned>
+template <int Group>
 std::int16_t* row_start(pass_output const& out, int j, int rows) noexcept {
-  if constexpr (Turned) {
-    return out.data + 4 * static_cast<std::size_t>(out.mirror ? rows - 1 - j : j);
-  } else {
-    return out.data + static_cast<std::size_t>(j) * out.stride;
-  }
+  return out.data + Group * static_cast<std::size_t>(out.mirror ? rows - 1 - j : j);
 }
 
 // Value i of an output row that starts at `dst` (row_start).
-template <bool Turned>
+template <int Group>
 std::int16_t& value_at(std::int16_t* dst, std::size_t i, std::size_t stride) noexcept {
-  if constexpr (Turned) {
-    return dst[i / 4 * stride + i % 4];
-  } else {
-    return dst[i];
-  }
+  return dst[i / Group * stride + i % Group];
 }
 
 // A filter pass down the rows: output row j is the weighted sum of input rows taps.first[j]
-// .. + taps.taps - 1, `count` values each; rows of int16 (Q7) or of bytes.
-template <class In, bool Turned>
+// .. + taps.taps - 1, `count` values each; rows of int16 (Q7) or of bytes; written turned.
+template <class In, int Group>
 void filter_pass_plain(In const* in, std::size_t in_stride, std::size_t count,
                        axis_taps const& taps, int out_rows, pass_output out) noexcept {
   auto const n = static_cast<std::size_t>(taps.taps);
@@ -181,10 +174,10 @@ void filter_pass_plain(In const* in, std::size_t in_stride, std::size_t count,
     std::int16_t const* const w = taps.weights.data() + static_cast<std::size_t>(j) * n;
     In const* const first =
         in + static_cast<std::size_t>(taps.first[static_cast<std::size_t>(j)]) * in_stride;
-    std::int16_t* const dst = row_start<Turned>(out, j, out_rows);
+    std::int16_t* const dst = row_start<Group>(out, j, out_rows);
     if (auto const* one = std::find(w, w + n, weight_max); one != w + n) {  // as the AVX2 pass
       In const* const src = first + static_cast<std::size_t>(one - w) * in_stride;
-      for (std::size_t i = 0; i < count; ++i) value_at<Turned>(dst, i, out.stride) = q7(src[i]);
+      for (std::size_t i = 0; i < count; ++i) value_at<Group>(dst, i, out.stride) = q7(src[i]);
       continue;
     }
     for (std::size_t i = 0; i < count; ++i) {
@@ -192,7 +185,7 @@ void filter_pass_plain(In const* in, std::size_t in_stride, std::size_t count,
       for (std::size_t k = 0; k < n; ++k) {
         acc = static_cast<std::int16_t>(acc + step(q7(first[k * in_stride + i]), w[k]));
       }
-      value_at<Turned>(dst, i, out.stride) = acc;
+      value_at<Group>(dst, i, out.stride) = acc;
     }
   }
 }
@@ -220,23 +213,6 @@ void copy_row_portable(std::uint8_t const* src, int from, int width, bool mirror
     d[0] = p[0];
     d[1] = p[1];
     d[2] = p[2];
-  }
-}
-
-// out[c][r] = in[r][c] for int16 values, rows [r0, rows) and columns [c0, cols) (the rest is
-// done); with `mirror`, out[c][r] = in[rows - 1 - r][c].
-void transpose16_portable(std::int16_t const* in, std::size_t in_stride, int rows, int cols, int r0,
-                          int c0, bool mirror, std::int16_t* out, std::size_t out_stride) noexcept {
-  auto const copy = [&](int r, int c) {
-    out[static_cast<std::size_t>(c) * out_stride + static_cast<std::size_t>(r)] =
-        in[static_cast<std::size_t>(mirror ? rows - 1 - r : r) * in_stride +
-           static_cast<std::size_t>(c)];
-  };
-  for (int r = r0; r < rows; ++r) {
-    for (int c = 0; c < cols; ++c) copy(r, c);
-  }
-  for (int r = 0; r < r0; ++r) {
-    for (int c = c0; c < cols; ++c) copy(r, c);
   }
 }
 
@@ -272,14 +248,13 @@ struct kernels {
   template <class In>
   using pass = void (*)(In const*, std::size_t, std::size_t, axis_taps const&, int,
                         pass_output) noexcept;
-  pass<std::int16_t> filter_pass;         // rows out
-  pass<std::uint8_t> filter_pass_bytes;   // rows out
-  pass<std::int16_t> filter_pass_turned;  // transposed RGBX pixels out
-  pass<std::uint8_t> filter_pass_bytes_turned;
+  // Each pass writes its output turned (pass_output): RGBX pixels, or a plane's samples.
+  pass<std::int16_t> filter_pixels;
+  pass<std::uint8_t> filter_pixel_bytes;
+  pass<std::int16_t> filter_samples;
+  pass<std::uint8_t> filter_sample_bytes;
   void (*narrow_rgb)(std::int16_t const*, std::size_t, bool, std::uint8_t*) noexcept;
   void (*copy_row)(std::uint8_t const*, int, bool, std::uint8_t*) noexcept;
-  void (*transpose16)(std::int16_t const*, std::size_t, int, int, bool, std::int16_t*,
-                      std::size_t) noexcept;
   void (*ycc_to_rgb)(std::int16_t const*, std::int16_t const*, std::int16_t const*, std::size_t,
                      bool, std::uint8_t*) noexcept;
 };
@@ -290,10 +265,6 @@ void narrow_plain(std::int16_t const* in, std::size_t pixels, bool /*more_follow
 }
 void copy_row_plain(std::uint8_t const* src, int width, bool mirror, std::uint8_t* dst) noexcept {
   copy_row_portable(src, 0, width, mirror, dst);
-}
-void transpose16_plain(std::int16_t const* in, std::size_t in_stride, int rows, int cols,
-                       bool mirror, std::int16_t* out, std::size_t out_stride) noexcept {
-  transpose16_portable(in, in_stride, rows, cols, 0, 0, mirror, out, out_stride);
 }
 void ycc_to_rgb_plain(std::int16_t const* y, std::int16_t const* cb, std::int16_t const* cr,
                       std::size_t count, bool /*more_follow*/, std::uint8_t* out) noexcept {
@@ -314,13 +285,13 @@ void ycc_to_rgb_plain(std::int16_t const* y, std::int16_t const* cb, std::int16_
       _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<__m128i const*>(p))), q7_bits);
 }
 
-// Values [i, i + 16) of an output row that starts at `dst` (row_start): stored as they are, or
-// turned, the four pixels to four rows.
-template <bool Turned>
+// Values [i, i + 16) of an output row that starts at `dst` (row_start), turned: the four pixels
+// to four rows, or the sixteen samples to sixteen rows.
+template <int Group>
 [[gnu::target("avx2"), gnu::always_inline]] inline void store16(std::int16_t* dst, std::size_t i,
                                                                 std::size_t stride,
                                                                 __m256i v) noexcept {
-  if constexpr (Turned) {
+  if constexpr (Group == 4) {
     std::int16_t* const at = dst + i / 4 * stride;
     __m128i const lo = _mm256_castsi256_si128(v);
     __m128i const hi = _mm256_extracti128_si256(v, 1);
@@ -329,7 +300,10 @@ template <bool Turned>
     _mm_storel_epi64(reinterpret_cast<__m128i*>(at + 2 * stride), hi);
     _mm_storeh_pd(reinterpret_cast<double*>(at + 3 * stride), _mm_castsi128_pd(hi));
   } else {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), v);
+    static_assert(Group == 1);
+    alignas(32) std::array<std::int16_t, 16> values;
+    _mm256_store_si256(reinterpret_cast<__m256i*>(values.data()), v);
+    for (std::size_t k = 0; k < values.size(); ++k) dst[(i + k) * stride] = values[k];
   }
 }
 
@@ -368,7 +342,7 @@ template <int Taps, class In, std::size_t... K>
   In const* const row2[] = {(first(2) + K * in_stride)...};
   In const* const row3[] = {(first(3) + K * in_stride)...};
   // The four columns' leftmost: c(j) unmirrored, c(j + 3) mirrored.
-  std::int16_t* const dst = row_start<true>(out, out.mirror ? j + 3 : j, out_rows);
+  std::int16_t* const dst = row_start<4>(out, out.mirror ? j + 3 : j, out_rows);
   for (std::size_t i = 0; i < count; i += 16) {
     __m256i a0 = weighted_sum(row0, w, i, seq);
     __m256i a1 = weighted_sum(row1, w + Taps, i, seq);
@@ -395,27 +369,133 @@ template <int Taps, class In, std::size_t... K>
   return true;
 }
 
-template <int Taps, class In, bool Turned, std::size_t... K>
+// A sample pair's eight columns, [s0 .. s7 of v(k) | s0 .. s7 of v(k + 8)], to `near` (row
+// k's) and `far` (row k + 8's); then both a row on.
+[[gnu::target("avx2"), gnu::always_inline]] inline void store_two_rows(std::int16_t*& near,
+                                                                       std::int16_t*& far,
+                                                                       std::size_t stride,
+                                                                       __m256i v) noexcept {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(near), _mm256_castsi256_si128(v));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(far), _mm256_extracti128_si256(v, 1));
+  near += stride;
+  far += stride;
+}
+
+// Values [i, i + 16) of the output row whose taps' first input row is `first`, the taps'
+// rows `stride` apart, weighted by `w` (broadcast already).
+template <class In, std::size_t... K>
+[[gnu::target("avx2"), gnu::always_inline]] inline __m256i weighted_sum_from(
+    In const* first, std::size_t stride, __m256i const* w, std::size_t i,
+    std::index_sequence<K...>) noexcept {
+  __m256i acc = _mm256_setzero_si256();
+  ((acc = _mm256_add_epi16(acc, _mm256_mulhrs_epi16(load_q7(first + K * stride + i), w[K]))), ...);
+  return acc;
+}
+
+// Values [i, i + 16) of the output row whose taps' first input row is `first`: a copy of its
+// tap `copy` when that one holds all the weight (copy >= 0), else the weighted sum.
+template <class In, std::size_t... K>
+[[gnu::target("avx2"), gnu::always_inline]] inline __m256i output_values(
+    In const* first, std::size_t stride, __m256i const* w, int copy, std::size_t i,
+    std::index_sequence<K...> seq) noexcept {
+  if (copy >= 0) return load_q7(first + static_cast<std::size_t>(copy) * stride + i);
+  return weighted_sum_from(first, stride, w, i, seq);
+}
+
+// Eight turned output rows of samples at once: rows j .. j + 7 of the pass are columns
+// c(j) .. c(j + 7) of the output. Their values [i, i + 16) are an 8 x 16 block; transposed in
+// registers (per 128-bit lane: three rounds of unpacks, 16, 32 and 64 bits), each of the 16
+// samples' eight columns is one 16-byte store, where a separate transpose would write the block
+// and read it back. Rows that are copies (one tap holds all the weight) are copied within the
+// block: enlarging by a ratio such as 5/7 makes every seventh row one, and a block given up for
+// them would be stored a sample at a time.
+template <int Taps, class In, std::size_t... K, std::size_t... S>
+[[gnu::target("avx2")]] void filter_eight_turned(In const* in, std::size_t in_stride,
+                                                 std::size_t count, axis_taps const& taps, int j,
+                                                 int out_rows, pass_output out,
+                                                 std::index_sequence<K...> seq,
+                                                 std::index_sequence<S...> /*slots*/) noexcept {
+  constexpr std::size_t block = sizeof...(S);
+  static_assert(block == 8);
+  constexpr std::size_t taps_n = sizeof...(K);
+  std::int16_t const* const w = taps.weights.data() + static_cast<std::size_t>(j) * taps_n;
+  // Slot s is the s-th column from the left: row j + s, or j + 7 - s when mirrored.
+  auto const row_of = [&](std::size_t slot) { return out.mirror ? block - 1 - slot : slot; };
+  In const* const first[] = {
+      (in + static_cast<std::size_t>(taps.first[static_cast<std::size_t>(j) + row_of(S)]) *
+                in_stride)...};
+  __m256i weight[block][taps_n];
+  int copy[block];
+  for (std::size_t slot = 0; slot < block; ++slot) {
+    std::int16_t const* const row_weights = w + row_of(slot) * taps_n;
+    copy[slot] = -1;
+    for (std::size_t k = 0; k < taps_n; ++k) {
+      weight[slot][k] = _mm256_set1_epi16(row_weights[k]);
+      if (row_weights[k] == weight_max) copy[slot] = static_cast<int>(k);
+    }
+  }
+  std::int16_t* const dst = row_start<1>(out, out.mirror ? j + 7 : j, out_rows);
+  for (std::size_t i = 0; i < count; i += 16) {
+    // a[s] = [v0 .. v7 | v8 .. v15] of slot s -> [s0 .. s7 of v(k) | s0 .. s7 of v(k + 8)].
+    __m256i const a[] = {output_values(first[S], in_stride, weight[S], copy[S], i, seq)...};
+    __m256i const t0 = _mm256_unpacklo_epi16(a[0], a[1]);
+    __m256i const t1 = _mm256_unpackhi_epi16(a[0], a[1]);
+    __m256i const t2 = _mm256_unpacklo_epi16(a[2], a[3]);
+    __m256i const t3 = _mm256_unpackhi_epi16(a[2], a[3]);
+    __m256i const t4 = _mm256_unpacklo_epi16(a[4], a[5]);
+    __m256i const t5 = _mm256_unpackhi_epi16(a[4], a[5]);
+    __m256i const t6 = _mm256_unpacklo_epi16(a[6], a[7]);
+    __m256i const t7 = _mm256_unpackhi_epi16(a[6], a[7]);
+    __m256i const u0 = _mm256_unpacklo_epi32(t0, t2);
+    __m256i const u1 = _mm256_unpackhi_epi32(t0, t2);
+    __m256i const u2 = _mm256_unpacklo_epi32(t1, t3);
+    __m256i const u3 = _mm256_unpackhi_epi32(t1, t3);
+    __m256i const u4 = _mm256_unpacklo_epi32(t4, t6);
+    __m256i const u5 = _mm256_unpackhi_epi32(t4, t6);
+    __m256i const u6 = _mm256_unpacklo_epi32(t5, t7);
+    __m256i const u7 = _mm256_unpackhi_epi32(t5, t7);
+    // Sample k's column to rows i + k and i + k + 8: two pointers stepped a row at a time.
+    std::int16_t* near = dst + i * out.stride;
+    std::int16_t* far = near + 8 * out.stride;
+    store_two_rows(near, far, out.stride, _mm256_unpacklo_epi64(u0, u4));
+    store_two_rows(near, far, out.stride, _mm256_unpackhi_epi64(u0, u4));
+    store_two_rows(near, far, out.stride, _mm256_unpacklo_epi64(u1, u5));
+    store_two_rows(near, far, out.stride, _mm256_unpackhi_epi64(u1, u5));
+    store_two_rows(near, far, out.stride, _mm256_unpacklo_epi64(u2, u6));
+    store_two_rows(near, far, out.stride, _mm256_unpackhi_epi64(u2, u6));
+    store_two_rows(near, far, out.stride, _mm256_unpacklo_epi64(u3, u7));
+    store_two_rows(near, far, out.stride, _mm256_unpackhi_epi64(u3, u7));
+  }
+}
+
+template <int Taps, class In, int Group, std::size_t... K>
 [[gnu::target("avx2")]] void filter_pass_avx2_unrolled(
     In const* in, std::size_t in_stride, std::size_t count, axis_taps const& taps, int out_rows,
     pass_output out, std::index_sequence<K...> taps_seq) noexcept {
   for (int j = 0; j < out_rows; ++j) {
-    if constexpr (Turned) {
+    if constexpr (Group == 4) {
       if (j % 4 == 0 && j + 4 <= out_rows &&
           filter_four_turned<Taps, In>(in, in_stride, count, taps, j, out_rows, out, taps_seq)) {
         j += 3;
+        continue;
+      }
+    } else if constexpr (Group == 1) {
+      if (j % 8 == 0 && j + 8 <= out_rows) {
+        filter_eight_turned<Taps, In>(in, in_stride, count, taps, j, out_rows, out, taps_seq,
+                                      std::make_index_sequence<8>{});
+        j += 7;
         continue;
       }
     }
     std::int16_t const* const w = taps.weights.data() + static_cast<std::size_t>(j) * Taps;
     In const* const first =
         in + static_cast<std::size_t>(taps.first[static_cast<std::size_t>(j)]) * in_stride;
-    std::int16_t* const dst = row_start<Turned>(out, j, out_rows);
+    std::int16_t* const dst = row_start<Group>(out, j, out_rows);
     if (((w[K] == weight_max) || ...)) {  // one tap has all the weight: a copy
       std::size_t const k = static_cast<std::size_t>(std::find(w, w + Taps, weight_max) - w);
       In const* const src = first + k * in_stride;
       for (std::size_t i = 0; i < count; i += 16) {
-        store16<Turned>(dst, i, out.stride, load_q7(src + i));
+        store16<Group>(dst, i, out.stride, load_q7(src + i));
       }
       continue;
     }
@@ -424,12 +504,12 @@ template <int Taps, class In, bool Turned, std::size_t... K>
     for (std::size_t i = 0; i < count; i += 16) {
       __m256i acc = _mm256_setzero_si256();
       ((acc = _mm256_add_epi16(acc, _mm256_mulhrs_epi16(load_q7(row[K] + i), weight[K]))), ...);
-      store16<Turned>(dst, i, out.stride, acc);
+      store16<Group>(dst, i, out.stride, acc);
     }
   }
 }
 
-template <class In, bool Turned>
+template <class In, int Group>
 [[gnu::target("avx2")]] void filter_pass_avx2_any(In const* in, std::size_t in_stride,
                                                   std::size_t count, axis_taps const& taps,
                                                   int out_rows, pass_output out) noexcept {
@@ -438,38 +518,38 @@ template <class In, bool Turned>
     std::int16_t const* const w = taps.weights.data() + static_cast<std::size_t>(j) * n;
     In const* const first =
         in + static_cast<std::size_t>(taps.first[static_cast<std::size_t>(j)]) * in_stride;
-    std::int16_t* const dst = row_start<Turned>(out, j, out_rows);
+    std::int16_t* const dst = row_start<Group>(out, j, out_rows);
     for (std::size_t i = 0; i < count; i += 16) {
       __m256i acc = _mm256_setzero_si256();
       for (std::size_t k = 0; k < n; ++k) {
         acc = _mm256_add_epi16(
             acc, _mm256_mulhrs_epi16(load_q7(first + k * in_stride + i), _mm256_set1_epi16(w[k])));
       }
-      store16<Turned>(dst, i, out.stride, acc);
+      store16<Group>(dst, i, out.stride, acc);
     }
   }
 }
 
-template <int Taps, class In, bool Turned>
+template <int Taps, class In, int Group>
 void filter_pass_avx2_fixed(In const* in, std::size_t in_stride, std::size_t count,
                             axis_taps const& taps, int out_rows, pass_output out) noexcept {
-  filter_pass_avx2_unrolled<Taps, In, Turned>(
+  filter_pass_avx2_unrolled<Taps, In, Group>(
       in, in_stride, count, taps, out_rows, out,
       std::make_index_sequence<static_cast<std::size_t>(Taps)>{});
 }
 
 // `count` is a multiple of 16 here (filter_rows pads it).
-template <class In, bool Turned>
+template <class In, int Group>
 void filter_pass_avx2(In const* in, std::size_t in_stride, std::size_t count, axis_taps const& taps,
                       int out_rows, pass_output out) noexcept {
   static constexpr std::array<kernels::pass<In>, 7> unrolled{
-      filter_pass_avx2_any<In, Turned>,      filter_pass_avx2_fixed<1, In, Turned>,
-      filter_pass_avx2_fixed<2, In, Turned>, filter_pass_avx2_fixed<3, In, Turned>,
-      filter_pass_avx2_fixed<4, In, Turned>, filter_pass_avx2_fixed<5, In, Turned>,
-      filter_pass_avx2_fixed<6, In, Turned>};
+      filter_pass_avx2_any<In, Group>,      filter_pass_avx2_fixed<1, In, Group>,
+      filter_pass_avx2_fixed<2, In, Group>, filter_pass_avx2_fixed<3, In, Group>,
+      filter_pass_avx2_fixed<4, In, Group>, filter_pass_avx2_fixed<5, In, Group>,
+      filter_pass_avx2_fixed<6, In, Group>};
   auto const n = static_cast<std::size_t>(taps.taps);
-  (n < unrolled.size() ? unrolled[n] : filter_pass_avx2_any<In, Turned>)(in, in_stride, count, taps,
-                                                                         out_rows, out);
+  (n < unrolled.size() ? unrolled[n] : filter_pass_avx2_any<In, Group>)(in, in_stride, count, taps,
+                                                                        out_rows, out);
 }
 
 // `more_follow`: the output goes on after these pixels (the next row), so the last stores may
@@ -519,61 +599,6 @@ void filter_pass_avx2(In const* in, std::size_t in_stride, std::size_t count, ax
   copy_row_portable(src, c, width, mirror, dst);
 }
 
-// Blocks of 8 x 8 values: three rounds of unpacks (16, 32, 64 bits).
-[[gnu::target("avx2")]] void transpose16_avx2(std::int16_t const* in, std::size_t in_stride,
-                                              int rows, int cols, bool mirror, std::int16_t* out,
-                                              std::size_t out_stride) noexcept {
-  int const full_rows = rows / 8 * 8;
-  int const full_cols = cols / 8 * 8;
-  for (int r = 0; r < full_rows; r += 8) {
-    for (int c = 0; c < full_cols; c += 8) {
-      auto const row = [&](int k) {
-        int const at = mirror ? rows - 1 - (r + k) : r + k;
-        return _mm_loadu_si128(reinterpret_cast<__m128i const*>(
-            in + static_cast<std::size_t>(at) * in_stride + static_cast<std::size_t>(c)));
-      };
-      __m128i const a0 = row(0);
-      __m128i const a1 = row(1);
-      __m128i const a2 = row(2);
-      __m128i const a3 = row(3);
-      __m128i const a4 = row(4);
-      __m128i const a5 = row(5);
-      __m128i const a6 = row(6);
-      __m128i const a7 = row(7);
-      __m128i const t0 = _mm_unpacklo_epi16(a0, a1);
-      __m128i const t1 = _mm_unpackhi_epi16(a0, a1);
-      __m128i const t2 = _mm_unpacklo_epi16(a2, a3);
-      __m128i const t3 = _mm_unpackhi_epi16(a2, a3);
-      __m128i const t4 = _mm_unpacklo_epi16(a4, a5);
-      __m128i const t5 = _mm_unpackhi_epi16(a4, a5);
-      __m128i const t6 = _mm_unpacklo_epi16(a6, a7);
-      __m128i const t7 = _mm_unpackhi_epi16(a6, a7);
-      __m128i const u0 = _mm_unpacklo_epi32(t0, t2);
-      __m128i const u1 = _mm_unpackhi_epi32(t0, t2);
-      __m128i const u2 = _mm_unpacklo_epi32(t1, t3);
-      __m128i const u3 = _mm_unpackhi_epi32(t1, t3);
-      __m128i const u4 = _mm_unpacklo_epi32(t4, t6);
-      __m128i const u5 = _mm_unpackhi_epi32(t4, t6);
-      __m128i const u6 = _mm_unpacklo_epi32(t5, t7);
-      __m128i const u7 = _mm_unpackhi_epi32(t5, t7);
-      std::int16_t* dst =
-          out + static_cast<std::size_t>(c) * out_stride + static_cast<std::size_t>(r);
-      auto const column = [&](std::size_t k, __m128i v) {
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + k * out_stride), v);
-      };
-      column(0, _mm_unpacklo_epi64(u0, u4));
-      column(1, _mm_unpackhi_epi64(u0, u4));
-      column(2, _mm_unpacklo_epi64(u1, u5));
-      column(3, _mm_unpackhi_epi64(u1, u5));
-      column(4, _mm_unpacklo_epi64(u2, u6));
-      column(5, _mm_unpackhi_epi64(u2, u6));
-      column(6, _mm_unpacklo_epi64(u3, u7));
-      column(7, _mm_unpackhi_epi64(u3, u7));
-    }
-  }
-  transpose16_portable(in, in_stride, rows, cols, full_rows, full_cols, mirror, out, out_stride);
-}
-
 // Q7 -> the byte scale, rounded and saturated (packus then clamps to 0..255).
 [[gnu::target("avx2"), gnu::always_inline]] inline __m256i q7_to_bytes_scale(__m256i v) noexcept {
   return _mm256_srai_epi16(_mm256_adds_epi16(v, _mm256_set1_epi16(1 << (q7_bits - 1))), q7_bits);
@@ -610,26 +635,24 @@ void filter_pass_avx2(In const* in, std::size_t in_stride, std::size_t count, ax
 }
 #endif
 
-kernels const plain_kernels{filter_pass_plain<std::int16_t, false>,
-                            filter_pass_plain<std::uint8_t, false>,
-                            filter_pass_plain<std::int16_t, true>,
-                            filter_pass_plain<std::uint8_t, true>,
+kernels const plain_kernels{filter_pass_plain<std::int16_t, 4>,
+                            filter_pass_plain<std::uint8_t, 4>,
+                            filter_pass_plain<std::int16_t, 1>,
+                            filter_pass_plain<std::uint8_t, 1>,
                             narrow_plain,
                             copy_row_plain,
-                            transpose16_plain,
                             ycc_to_rgb_plain};
 
 kernels pick_kernels() noexcept {
 #if defined(GPUFEED_RESIZE_AVX2)
   __builtin_cpu_init();  // this runs during static initialization
   if (__builtin_cpu_supports("avx2")) {
-    return {filter_pass_avx2<std::int16_t, false>,
-            filter_pass_avx2<std::uint8_t, false>,
-            filter_pass_avx2<std::int16_t, true>,
-            filter_pass_avx2<std::uint8_t, true>,
+    return {filter_pass_avx2<std::int16_t, 4>,
+            filter_pass_avx2<std::uint8_t, 4>,
+            filter_pass_avx2<std::int16_t, 1>,
+            filter_pass_avx2<std::uint8_t, 1>,
             narrow_avx2,
             copy_row_avx2,
-            transpose16_avx2,
             ycc_to_rgb_avx2};
   }
 #endif
@@ -644,22 +667,22 @@ kernels const& active() noexcept {
 }
 
 // Filters `in` (rows of `count` int16 Q7 values, or of bytes) down its rows: output row j is the
-// weighted sum of input rows taps.first[j] .. + taps.taps - 1, written as `out` says. Whole
-// blocks of 16 values: the rows are padded for it (q7_rows; rgbx_buffer and decode_planes for
-// bytes), and so are turned outputs' rows (to whole blocks of four pixels).
-template <bool Turned = false>
-void filter_rows(std::int16_t const* in, std::size_t in_stride, std::size_t count,
-                 axis_taps const& taps, int out_rows, pass_output out) {
+// weighted sum of input rows taps.first[j] .. + taps.taps - 1, written turned in groups of
+// `Group` values (4: RGBX pixels; 1: samples), as `out` says. Whole blocks of 16 values: the
+// rows are padded for it (q7_rows; rgbx_buffer and decode_planes for bytes), and so are the
+// turned outputs' rows.
+template <int Group, class In>
+void filter_rows(In const* in, std::size_t in_stride, std::size_t count, axis_taps const& taps,
+                 int out_rows, pass_output out) {
+  static_assert(Group == 1 || Group == 4);
   auto const& k = active();
-  (Turned ? k.filter_pass_turned : k.filter_pass)(in, in_stride, round_up<std::size_t>(count, 16),
-                                                  taps, out_rows, out);
-}
-template <bool Turned = false>
-void filter_rows(std::uint8_t const* in, std::size_t in_stride, std::size_t count,
-                 axis_taps const& taps, int out_rows, pass_output out) {
-  auto const& k = active();
-  (Turned ? k.filter_pass_bytes_turned : k.filter_pass_bytes)(
-      in, in_stride, round_up<std::size_t>(count, 16), taps, out_rows, out);
+  kernels::pass<In> pass = nullptr;
+  if constexpr (std::is_same_v<In, std::uint8_t>) {
+    pass = Group == 4 ? k.filter_pixel_bytes : k.filter_sample_bytes;
+  } else {
+    pass = Group == 4 ? k.filter_pixels : k.filter_samples;
+  }
+  pass(in, in_stride, round_up<std::size_t>(count, 16), taps, out_rows, out);
 }
 
 // Per-thread int16 rows for the passes, grown as needed and reused.
@@ -731,35 +754,23 @@ sample_window window_of(crop_area const& area, int width, int height, int x_step
 // `data` (the window's first sample), resampled to `out_width` x `out_height` and mirrored
 // left-right when `mirror`: `out_height` rows of `Channels` x `out_width` int16 (Q7) in `result`.
 // Both passes filter down the rows, where SIMD takes whole rows at once: the rows first, then
-// the columns, turned into rows, and back. RGBX pixels are turned by the passes' own stores;
-// a plane's samples by transposes after each pass. `down` and `turned` are scratch.
+// the columns, which the first pass's turned stores made rows, and the second pass's turn back.
+// `turned` is scratch.
 template <int Channels>
 std::int16_t const* filter_window(std::uint8_t const* data, std::size_t stride,
                                   sample_window const& window, axis_taps const& vertical,
                                   axis_taps const& horizontal, int out_width, int out_height,
-                                  bool mirror, q7_rows& down, q7_rows& turned, q7_rows& result) {
+                                  bool mirror, q7_rows& turned, q7_rows& result) {
   static_assert(Channels == 1 || Channels == 4);
   std::size_t const row_values = Channels * static_cast<std::size_t>(window.cols);
   std::size_t const column_values = Channels * static_cast<std::size_t>(out_height);
   std::int16_t* const upright =
       result.reset(Channels * static_cast<std::size_t>(out_width), out_height);
-  if constexpr (Channels == 4) {
-    std::int16_t* const t = turned.reset(column_values, window.cols);  // cols x out_height
-    filter_rows<true>(data, stride, row_values, vertical, out_height, {t, turned.stride(), false});
-    filter_rows<true>(t, turned.stride(), column_values, horizontal, out_width,
-                      {upright, result.stride(), mirror});
-  } else {
-    auto const& k = active();
-    std::int16_t* const d = down.reset(row_values, out_height);  // out_height x cols
-    filter_rows(data, stride, row_values, vertical, out_height, {d, down.stride()});
-    std::int16_t* const t = turned.reset(column_values, window.cols);  // cols x out_height
-    k.transpose16(d, down.stride(), round_up(out_height, 8), round_up(window.cols, 8), false, t,
-                  turned.stride());
-    std::int16_t* const f = down.reset(column_values, out_width);  // out_width x out_height
-    filter_rows(t, turned.stride(), column_values, horizontal, out_width, {f, down.stride()});
-    k.transpose16(f, down.stride(), out_width, round_up(out_height, 8), mirror, upright,
-                  result.stride());
-  }
+  std::int16_t* const t = turned.reset(column_values, window.cols);  // cols x out_height
+  filter_rows<Channels>(data, stride, row_values, vertical, out_height,
+                        {t, turned.stride(), false});
+  filter_rows<Channels>(t, turned.stride(), column_values, horizontal, out_width,
+                        {upright, result.stride(), mirror});
   return upright;
 }
 
@@ -804,13 +815,13 @@ void resize_rgbx_to_rgb(rgbx_view const& source, crop_area const& area, std::spa
     return;
   }
   thread_local axis_taps vertical, horizontal;
-  thread_local q7_rows down, turned, upright;
+  thread_local q7_rows turned, upright;
   sample_window const w =
       prepare(area, source.width, source.height, 1, 1, out_width, out_height, vertical, horizontal);
   std::int16_t const* const rgbx = filter_window<4>(
       source.data + static_cast<std::size_t>(w.y0) * source.stride +
           4 * static_cast<std::size_t>(w.x0),
-      source.stride, w, vertical, horizontal, out_width, out_height, mirror, down, turned, upright);
+      source.stride, w, vertical, horizontal, out_width, out_height, mirror, turned, upright);
   for (int r = 0; r < out_height; ++r) {  // bytes in RGB order, a row at a time
     k.narrow_rgb(rgbx + static_cast<std::size_t>(r) * upright.stride(),
                  static_cast<std::size_t>(out_width), r + 1 < out_height, row_out(r));
@@ -850,7 +861,7 @@ void resize_ycc_to_rgb(ycc_view const& source, crop_area const& area, std::span<
   // Per thread and reused. The chroma planes have the same geometry (planar() checks): one
   // window and one set of taps for both.
   thread_local axis_taps luma_v, luma_h, chroma_v, chroma_h;
-  thread_local q7_rows down, turned, luma, blue, red;
+  thread_local q7_rows turned, luma, blue, red;
   auto const start = [](plane_view const& p, sample_window const& w) {
     return p.data + static_cast<std::size_t>(w.y0) * p.stride + static_cast<std::size_t>(w.x0);
   };
@@ -859,15 +870,15 @@ void resize_ycc_to_rgb(ycc_view const& source, crop_area const& area, std::span<
                                    y_plane.y_step, out_width, out_height, luma_v, luma_h);
   std::int16_t const* const y =
       filter_window<1>(start(y_plane, yw), y_plane.stride, yw, luma_v, luma_h, out_width,
-                       out_height, mirror, down, turned, luma);
+                       out_height, mirror, turned, luma);
   sample_window const cw = prepare(area, source.cb.width, source.cb.height, source.cb.x_step,
                                    source.cb.y_step, out_width, out_height, chroma_v, chroma_h);
   std::int16_t const* const cb =
       filter_window<1>(start(source.cb, cw), source.cb.stride, cw, chroma_v, chroma_h, out_width,
-                       out_height, mirror, down, turned, blue);
+                       out_height, mirror, turned, blue);
   std::int16_t const* const cr =
       filter_window<1>(start(source.cr, cw), source.cr.stride, cw, chroma_v, chroma_h, out_width,
-                       out_height, mirror, down, turned, red);
+                       out_height, mirror, turned, red);
   // Colour, bytes and RGB order in one pass per row.
   auto const& k = active();
   std::size_t const row_values = static_cast<std::size_t>(out_width);

@@ -40,8 +40,9 @@ inline std::vector<reference_taps> reference_axis(int inputs, int outputs) {
   return axis;
 }
 
-// `crop` of the 8-bit 3-channel `image`, resized to width x height; channel order kept.
-inline cv::Mat reference_resize(cv::Mat const& image, cv::Rect crop, int width, int height) {
+// `crop` of the 8-bit 3-channel `image`, resized to width x height, unrounded (CV_64FC3);
+// channel order kept.
+inline cv::Mat reference_resize_exact(cv::Mat const& image, cv::Rect crop, int width, int height) {
   cv::Mat const src = image(crop);
   auto const horizontal = reference_axis(src.cols, width);
   auto const vertical = reference_axis(src.rows, height);
@@ -57,7 +58,7 @@ inline cv::Mat reference_resize(cv::Mat const& image, cv::Rect crop, int width, 
       mid.at<cv::Vec3d>(y, i) = sum;
     }
   }
-  cv::Mat out(height, width, CV_8UC3);
+  cv::Mat out(height, width, CV_64FC3);
   for (int j = 0; j < height; ++j) {
     auto const& taps = vertical[static_cast<std::size_t>(j)];
     for (int i = 0; i < width; ++i) {
@@ -65,8 +66,21 @@ inline cv::Mat reference_resize(cv::Mat const& image, cv::Rect crop, int width, 
       for (std::size_t k = 0; k < taps.weights.size(); ++k) {
         sum += taps.weights[k] * mid.at<cv::Vec3d>(taps.first + static_cast<int>(k), i);
       }
+      out.at<cv::Vec3d>(j, i) = sum;
+    }
+  }
+  return out;
+}
+
+// The same, rounded once to 8 bits.
+inline cv::Mat reference_resize(cv::Mat const& image, cv::Rect crop, int width, int height) {
+  cv::Mat const exact = reference_resize_exact(image, crop, width, height);
+  cv::Mat out(height, width, CV_8UC3);
+  for (int j = 0; j < height; ++j) {
+    for (int i = 0; i < width; ++i) {
       for (int c = 0; c < 3; ++c) {
-        out.at<cv::Vec3b>(j, i)[c] = cv::saturate_cast<std::uint8_t>(std::lround(sum[c]));
+        out.at<cv::Vec3b>(j, i)[c] =
+            cv::saturate_cast<std::uint8_t>(std::lround(exact.at<cv::Vec3d>(j, i)[c]));
       }
     }
   }
