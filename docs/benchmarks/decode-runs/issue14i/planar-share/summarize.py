@@ -1,0 +1,31 @@
+"""planar_min_share trial: per set, case and threshold, the ratio to the decode limit (median
+of its runs and spread), decode and resize us per image, and images/s over the 0.5 binary's
+run next to it in the same round (median of those pairs)."""
+import glob, json, re, statistics
+rows = {}
+for f in glob.glob('*-*-*.json'):
+    m = re.match(r'(generated|photos)-(\d+)-([\d.]+)\.json', f)
+    s, n, v = m.group(1), int(m.group(2)), m.group(3)
+    for r in json.load(open(f))['results']:
+        x = r['details']
+        if 'case' not in x:
+            continue
+        key = (s, r['loader'].replace('gpufeed image_folder: ', ''))
+        rows.setdefault(key, {}).setdefault(v, {})[n] = (r['ratio'], x['decode_us_per_image'],
+                                                        x['resize_us_per_image'], r['samples_per_s'])
+for (s, case), byv in sorted(rows.items()):
+    base = byv['0.5']
+    for v in sorted(byv, key=float):
+        d = byv[v]
+        med = lambda i: statistics.median(t[i] for t in d.values())
+        # pair each run with the 0.5 run of the same block of 8 (rounds are 8 runs long)
+        pairs = []
+        for n, t in d.items():
+            block = (n - 1) // 8
+            cands = [m for m in base if (m - 1) // 8 == block]
+            if cands:
+                m = min(cands, key=lambda m: abs(m - n))
+                pairs.append(t[3] / base[m][3])
+        print(f"{s:9s} {case:38s} share {v:5s} ratio {med(0):.3f} "
+              f"({min(t[0] for t in d.values()):.2f}-{max(t[0] for t in d.values()):.2f}) "
+              f"decode {med(1):5.1f} resize {med(2):5.1f} us | vs 0.5 {statistics.median(pairs):.3f}")
