@@ -407,20 +407,21 @@ cv::Mat rgb_of_ycc(cv::Mat const& ycc) {
 // The planes' resize (resize_ycc_to_rgb): with chroma at full resolution, the reference model
 // of the YCbCr image converted to RGB, within a grey level, on random crops up and down, mirrored
 // or not, to output sizes of every remainder of 8 and 16 (the SIMD passes work on blocks of eight
-// rows and sixteen values), some of them a copy along one axis (a pass of copied rows), and
-// enlargements that copy every seventh row; with chroma subsampled too, the SIMD kernels give
-// exactly the plain kernels' pixels.
+// rows and sixteen values), some of them a copy along one axis (a pass of copied rows),
+// enlargements that copy every seventh row, and reductions with more taps than the unrolled
+// kernels take; with chroma subsampled too, the SIMD kernels give exactly the plain kernels'
+// pixels.
 TEST(image_decode_test, PlaneResizeMatchesTheReference) {
   cv::Mat const picture = make_photo(150, 110, 12);
   std::mt19937 rng{6};
   for (int step : {1, 2}) {
     test_planes const planes = planes_of(picture, step);
     // First whole-image enlargements by 7/5 and 7/4, where every seventh output row and column
-    // is a copy of an input one (of the chroma's too), inside the SIMD passes' blocks.
-    std::vector<std::array<int, 6>> const fixed{{0, 0, 150, 110, 210, 154},
-                                                {0, 0, 150, 110, 210, 154},
-                                                {0, 0, 100, 80, 175, 140},
-                                                {0, 0, 100, 80, 175, 140}};
+    // is a copy of an input one (of the chroma's too), inside the SIMD passes' blocks; then
+    // reductions by about 9, whose passes have more taps than the unrolled kernels take.
+    std::vector<std::array<int, 6>> const fixed{
+        {0, 0, 150, 110, 210, 154}, {0, 0, 150, 110, 210, 154}, {0, 0, 100, 80, 175, 140},
+        {0, 0, 100, 80, 175, 140},  {0, 0, 150, 110, 16, 12},   {0, 0, 150, 110, 16, 12}};
     for (int trial = 0; trial < 200; ++trial) {
       auto const pick = [&](int lo, int hi) {
         return std::uniform_int_distribution<int>{lo, hi}(rng);

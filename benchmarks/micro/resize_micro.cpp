@@ -89,7 +89,8 @@ void resize_ycc(benchmark::State& state) {
 
 // The whole of a width x height image (RandomResizedCrop with scale 1, gpufeed-bench decode's
 // `whole` case): 320 x 256 is its generated set's size, where the chroma (160 x 128) is enlarged
-// by 7/5 and 7/4, which makes every seventh output row and column a copy of an input one.
+// by 7/5 and 7/4, which makes every seventh output row and column a copy of an input one;
+// 1600 x 1200 is a reduction by 5-7 (15 taps: as without reduced_decoding).
 void resize_ycc_whole(benchmark::State& state) {
   int const width = static_cast<int>(state.range(0));
   int const height = static_cast<int>(state.range(1));
@@ -131,7 +132,11 @@ BENCHMARK(resize_ycc)
     ->Args({150, 150})
     ->Args({300, 250})
     ->Args({450, 380});
-BENCHMARK(resize_ycc_whole)->ArgNames({"width", "height"})->Args({320, 256})->Args({500, 400});
+BENCHMARK(resize_ycc_whole)
+    ->ArgNames({"width", "height"})
+    ->Args({320, 256})
+    ->Args({500, 400})
+    ->Args({1600, 1200});
 
 // x: the crop's left edge, on a chroma sample's first pixel (48: the centre of 320) or its second.
 BENCHMARK(copy_ycc)->ArgNames({"mirror", "x"})->Args({0, 48})->Args({0, 49})->Args({1, 48});

@@ -381,6 +381,40 @@ template <int Taps, class In, std::size_t... K>
   far += stride;
 }
 
+// An 8 x 16 block, a[s] = values [i, i + 16) of slot s, turned: transposed in registers (per
+// 128-bit lane, three rounds of unpacks: 16, 32 and 64 bits) into [s0 .. s7 of v(k) | s0 .. s7
+// of v(k + 8)], each sample's eight slots stored to its row from `at` (value i's row) on.
+[[gnu::target("avx2"), gnu::always_inline]] inline void store_block_turned(
+    __m256i const* a, std::int16_t* at, std::size_t stride) noexcept {
+  __m256i const t0 = _mm256_unpacklo_epi16(a[0], a[1]);
+  __m256i const t1 = _mm256_unpackhi_epi16(a[0], a[1]);
+  __m256i const t2 = _mm256_unpacklo_epi16(a[2], a[3]);
+  __m256i const t3 = _mm256_unpackhi_epi16(a[2], a[3]);
+  __m256i const t4 = _mm256_unpacklo_epi16(a[4], a[5]);
+  __m256i const t5 = _mm256_unpackhi_epi16(a[4], a[5]);
+  __m256i const t6 = _mm256_unpacklo_epi16(a[6], a[7]);
+  __m256i const t7 = _mm256_unpackhi_epi16(a[6], a[7]);
+  __m256i const u0 = _mm256_unpacklo_epi32(t0, t2);
+  __m256i const u1 = _mm256_unpackhi_epi32(t0, t2);
+  __m256i const u2 = _mm256_unpacklo_epi32(t1, t3);
+  __m256i const u3 = _mm256_unpackhi_epi32(t1, t3);
+  __m256i const u4 = _mm256_unpacklo_epi32(t4, t6);
+  __m256i const u5 = _mm256_unpackhi_epi32(t4, t6);
+  __m256i const u6 = _mm256_unpacklo_epi32(t5, t7);
+  __m256i const u7 = _mm256_unpackhi_epi32(t5, t7);
+  // Sample k's column to rows k and k + 8: two pointers stepped a row at a time.
+  std::int16_t* near = at;
+  std::int16_t* far = near + 8 * stride;
+  store_two_rows(near, far, stride, _mm256_unpacklo_epi64(u0, u4));
+  store_two_rows(near, far, stride, _mm256_unpackhi_epi64(u0, u4));
+  store_two_rows(near, far, stride, _mm256_unpacklo_epi64(u1, u5));
+  store_two_rows(near, far, stride, _mm256_unpackhi_epi64(u1, u5));
+  store_two_rows(near, far, stride, _mm256_unpacklo_epi64(u2, u6));
+  store_two_rows(near, far, stride, _mm256_unpackhi_epi64(u2, u6));
+  store_two_rows(near, far, stride, _mm256_unpacklo_epi64(u3, u7));
+  store_two_rows(near, far, stride, _mm256_unpackhi_epi64(u3, u7));
+}
+
 // Values [i, i + 16) of the output row whose taps' first input row is `first`, the taps'
 // rows `stride` apart, weighted by `w` (broadcast already).
 template <class In, std::size_t... K>
@@ -403,12 +437,11 @@ template <class In, std::size_t... K>
 }
 
 // Eight turned output rows of samples at once: rows j .. j + 7 of the pass are columns
-// c(j) .. c(j + 7) of the output. Their values [i, i + 16) are an 8 x 16 block; transposed in
-// registers (per 128-bit lane: three rounds of unpacks, 16, 32 and 64 bits), each of the 16
-// samples' eight columns is one 16-byte store, where a separate transpose would write the block
-// and read it back. Rows that are copies (one tap holds all the weight) are copied within the
-// block: enlarging by a ratio such as 5/7 makes every seventh row one, and a block given up for
-// them would be stored a sample at a time.
+// c(j) .. c(j + 7) of the output. Their values [i, i + 16) are an 8 x 16 block, turned in
+// registers (store_block_turned): each of the 16 samples' eight columns is one 16-byte store,
+// where a separate transpose would write the block and read it back. Rows that are copies (one tap
+// holds all the weight) are copied within the block: enlarging by a ratio such as 5/7 makes every
+// seventh row one, and a block given up for them would be stored a sample at a time.
 template <int Taps, class In, std::size_t... K, std::size_t... S>
 [[gnu::target("avx2")]] void filter_eight_turned(In const* in, std::size_t in_stride,
                                                  std::size_t count, axis_taps const& taps, int j,
@@ -436,35 +469,8 @@ template <int Taps, class In, std::size_t... K, std::size_t... S>
   }
   std::int16_t* const dst = row_start<1>(out, out.mirror ? j + 7 : j, out_rows);
   for (std::size_t i = 0; i < count; i += 16) {
-    // a[s] = [v0 .. v7 | v8 .. v15] of slot s -> [s0 .. s7 of v(k) | s0 .. s7 of v(k + 8)].
     __m256i const a[] = {output_values(first[S], in_stride, weight[S], copy[S], i, seq)...};
-    __m256i const t0 = _mm256_unpacklo_epi16(a[0], a[1]);
-    __m256i const t1 = _mm256_unpackhi_epi16(a[0], a[1]);
-    __m256i const t2 = _mm256_unpacklo_epi16(a[2], a[3]);
-    __m256i const t3 = _mm256_unpackhi_epi16(a[2], a[3]);
-    __m256i const t4 = _mm256_unpacklo_epi16(a[4], a[5]);
-    __m256i const t5 = _mm256_unpackhi_epi16(a[4], a[5]);
-    __m256i const t6 = _mm256_unpacklo_epi16(a[6], a[7]);
-    __m256i const t7 = _mm256_unpackhi_epi16(a[6], a[7]);
-    __m256i const u0 = _mm256_unpacklo_epi32(t0, t2);
-    __m256i const u1 = _mm256_unpackhi_epi32(t0, t2);
-    __m256i const u2 = _mm256_unpacklo_epi32(t1, t3);
-    __m256i const u3 = _mm256_unpackhi_epi32(t1, t3);
-    __m256i const u4 = _mm256_unpacklo_epi32(t4, t6);
-    __m256i const u5 = _mm256_unpackhi_epi32(t4, t6);
-    __m256i const u6 = _mm256_unpacklo_epi32(t5, t7);
-    __m256i const u7 = _mm256_unpackhi_epi32(t5, t7);
-    // Sample k's column to rows i + k and i + k + 8: two pointers stepped a row at a time.
-    std::int16_t* near = dst + i * out.stride;
-    std::int16_t* far = near + 8 * out.stride;
-    store_two_rows(near, far, out.stride, _mm256_unpacklo_epi64(u0, u4));
-    store_two_rows(near, far, out.stride, _mm256_unpackhi_epi64(u0, u4));
-    store_two_rows(near, far, out.stride, _mm256_unpacklo_epi64(u1, u5));
-    store_two_rows(near, far, out.stride, _mm256_unpackhi_epi64(u1, u5));
-    store_two_rows(near, far, out.stride, _mm256_unpacklo_epi64(u2, u6));
-    store_two_rows(near, far, out.stride, _mm256_unpackhi_epi64(u2, u6));
-    store_two_rows(near, far, out.stride, _mm256_unpacklo_epi64(u3, u7));
-    store_two_rows(near, far, out.stride, _mm256_unpackhi_epi64(u3, u7));
+    store_block_turned(a, dst + i * out.stride, out.stride);
   }
 }
 
@@ -509,12 +515,57 @@ template <int Taps, class In, int Group, std::size_t... K>
   }
 }
 
+// Tap k of the eight slots' rows: a[s] += the row `offset` values on from first[s], times the
+// slot's weight k.
+template <class In, std::size_t... S>
+[[gnu::target("avx2"), gnu::always_inline]] inline void add_tap(
+    __m256i* a, In const* const* first, std::int16_t const* const* weights, std::size_t k,
+    std::size_t offset, std::index_sequence<S...>) noexcept {
+  ((a[S] = _mm256_add_epi16(
+        a[S], _mm256_mulhrs_epi16(load_q7(first[S] + offset), _mm256_set1_epi16(weights[S][k])))),
+   ...);
+}
+
+// filter_eight_turned with the tap count known at run time: more than 6, a reduction by more
+// than about 2.5, where the triangle reaches several inputs with weight and none is a copy (as in
+// filter_pass_avx2_any's rows).
+template <class In>
+[[gnu::target("avx2")]] void filter_eight_turned_any(In const* in, std::size_t in_stride,
+                                                     std::size_t count, axis_taps const& taps,
+                                                     int j, int out_rows,
+                                                     pass_output out) noexcept {
+  constexpr std::size_t block = 8;
+  auto const n = static_cast<std::size_t>(taps.taps);
+  In const* first[block];
+  std::int16_t const* weights[block];
+  for (std::size_t slot = 0; slot < block; ++slot) {
+    std::size_t const row = static_cast<std::size_t>(j) + (out.mirror ? block - 1 - slot : slot);
+    first[slot] = in + static_cast<std::size_t>(taps.first[row]) * in_stride;
+    weights[slot] = taps.weights.data() + row * n;
+  }
+  std::int16_t* const dst = row_start<1>(out, out.mirror ? j + 7 : j, out_rows);
+  for (std::size_t i = 0; i < count; i += 16) {
+    __m256i a[block] = {};
+    for (std::size_t k = 0; k < n; ++k) {
+      add_tap(a, first, weights, k, k * in_stride + i, std::make_index_sequence<block>{});
+    }
+    store_block_turned(a, dst + i * out.stride, out.stride);
+  }
+}
+
 template <class In, int Group>
 [[gnu::target("avx2")]] void filter_pass_avx2_any(In const* in, std::size_t in_stride,
                                                   std::size_t count, axis_taps const& taps,
                                                   int out_rows, pass_output out) noexcept {
   auto const n = static_cast<std::size_t>(taps.taps);
   for (int j = 0; j < out_rows; ++j) {
+    if constexpr (Group == 1) {
+      if (j % 8 == 0 && j + 8 <= out_rows) {
+        filter_eight_turned_any(in, in_stride, count, taps, j, out_rows, out);
+        j += 7;
+        continue;
+      }
+    }
     std::int16_t const* const w = taps.weights.data() + static_cast<std::size_t>(j) * n;
     In const* const first =
         in + static_cast<std::size_t>(taps.first[static_cast<std::size_t>(j)]) * in_stride;
