@@ -1,0 +1,56 @@
+"""Summarizes issue14i's ABBA runs: per set and case, each binary's ratio to the decode limit
+(median over its runs, and the runs' spread), decode and resize us per image, and new/main
+images/s paired run by run (ABBA: pairs (1,2) (4,3) (5,6) (8,7) ...); then the resize
+micro-benchmarks, each binary's median of its runs' medians."""
+import glob
+import json
+import re
+import statistics
+
+rows = {}
+runs = {}
+for f in sorted(glob.glob('*-*-*.json')):
+    m = re.match(r'(generated|photos|photos2)-(\d+)-(c358e54|b2344f5)\.json', f)
+    if not m:
+        continue
+    s, n, b = m.group(1), int(m.group(2)), m.group(3)
+    runs.setdefault(s, set()).add(n)
+    for r in json.load(open(f))['results']:
+        x = r['details']
+        if 'case' not in x:
+            continue
+        key = (s, r['loader'].replace('gpufeed image_folder: ', ''))
+        rows.setdefault(key, {}).setdefault(b, {})[n] = (
+            r['ratio'], x['decode_us_per_image'], x['resize_us_per_image'], r['samples_per_s'])
+
+
+def abba_pairs(count):
+    """(main run, new run) in the order main new new main, repeated."""
+    out = []
+    for start in range(1, count + 1, 4):
+        out += [(start, start + 1), (start + 3, start + 2)]
+    return out
+
+
+for (s, case), v in rows.items():
+    m, w = v['c358e54'], v['b2344f5']
+    pairs = abba_pairs(len(runs[s]))
+    med = lambda d, i: statistics.median(t[i] for t in d.values())
+    spread = lambda d: f"{min(t[0] for t in d.values()):.2f}-{max(t[0] for t in d.values()):.2f}"
+    ratios = [w[b][3] / m[a][3] for a, b in pairs]
+    print(f"{s:9s} {case:38s} limit ratio main {med(m, 0):.3f} ({spread(m)}) new {med(w, 0):.3f} "
+          f"({spread(w)}) | resize us {med(m, 2):5.1f} -> {med(w, 2):5.1f} | decode us "
+          f"{med(m, 1):5.1f} -> {med(w, 1):5.1f} | new/main images/s median of {len(ratios)} "
+          f"pairs {statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})")
+micro = {}
+for f in sorted(glob.glob('micro-*.json')):
+    b = f.split('-')[1]
+    for bench in json.load(open(f))['benchmarks']:
+        if bench.get('aggregate_name') == 'median':
+            micro.setdefault(bench['run_name'], {}).setdefault(b, []).append(
+                bench['real_time'] / 1e3)
+for name, v in micro.items():
+    if 'main' not in v or 'new' not in v:
+        continue
+    print(f"micro {name:40s} main {statistics.median(v['main']):6.1f} us new "
+          f"{statistics.median(v['new']):6.1f} us (median of each binary's run medians)")
