@@ -150,6 +150,15 @@ cv::Mat rgb_of(gpufeed::detail::rgbx_view const& view, gpufeed::detail::pixel_re
   return out;
 }
 
+// The largest difference of any byte of `a` and `b` (same size and type).
+double largest_difference(cv::Mat const& a, cv::Mat const& b) {
+  cv::Mat diff;
+  cv::absdiff(a, b, diff);
+  double most = 0;
+  cv::minMaxLoc(diff.reshape(1), nullptr, &most);
+  return most;
+}
+
 std::size_t differing_bytes(cv::Mat const& a, cv::Mat const& b) {
   cv::Mat diff;
   cv::absdiff(a, b, diff);
@@ -287,49 +296,79 @@ TEST(image_decode_test, DamageOutsideTheCropIsAnError) {
   }
 }
 
-// The resize against the reference model, on random crops up and down, mirrored or not; the
-// SIMD kernels (four turned rows at a time, and the rows left over one by one) give exactly the
-// plain kernels' pixels.
+// One geometry of the resize tests: a crop of the picture and the output size.
+struct resize_case {
+  int x = 0;
+  int y = 0;
+  int w = 0;
+  int h = 0;
+  int ow = 0;
+  int oh = 0;
+  bool mirror = false;
+  [[nodiscard]] gpufeed::detail::crop_area area() const {
+    return {static_cast<double>(x), static_cast<double>(y), static_cast<double>(w),
+            static_cast<double>(h)};
+  }
+  [[nodiscard]] std::string what() const {
+    return "crop " + std::to_string(x) + "," + std::to_string(y) + " " + std::to_string(w) + "x" +
+           std::to_string(h) + " -> " + std::to_string(ow) + "x" + std::to_string(oh) +
+           (mirror ? " mirrored" : "");
+  }
+};
+
+// 200 geometries for a picture of `width` x `height` (at least 150 x 110), mirrored every other
+// one: first enlargements by 7/5 and 7/4 (of 150 x 110 and 100 x 80 pixels), where every seventh
+// output row and column is a copy of an input one, inside the SIMD passes' blocks; reductions
+// by about 9 (150 x 110 to 16 x 12), whose passes have more taps than the unrolled kernels take;
+// then random crops up and down to 1 .. 200 pixels, one in ten a copy along x, one in ten along
+// y (a pass of copied rows). Output sizes take every remainder of 8 and 16 (the SIMD passes'
+// blocks of rows and values).
+std::vector<resize_case> resize_cases(int width, int height, unsigned seed) {
+  std::vector<resize_case> cases{{0, 0, 150, 110, 210, 154}, {0, 0, 150, 110, 210, 154},
+                                 {0, 0, 100, 80, 175, 140},  {0, 0, 100, 80, 175, 140},
+                                 {0, 0, 150, 110, 16, 12},   {0, 0, 150, 110, 16, 12}};
+  std::mt19937 rng{seed};
+  auto const pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>{lo, hi}(rng); };
+  while (cases.size() < 200) {
+    int const trial = static_cast<int>(cases.size());
+    resize_case c;
+    c.w = pick(1, width);
+    c.h = pick(1, height);
+    c.x = pick(0, width - c.w);
+    c.y = pick(0, height - c.h);
+    c.ow = trial % 10 == 3 ? c.w : pick(1, 200);
+    c.oh = trial % 10 == 7 ? c.h : pick(1, 200);
+    cases.push_back(c);
+  }
+  for (std::size_t i = 0; i < cases.size(); ++i) cases[i].mirror = i % 2 == 1;
+  return cases;
+}
+
+// The resize against the reference model, on resize_cases' geometries; the SIMD kernels (four
+// turned rows at a time, and the rows left over one by one) give exactly the plain kernels'
+// pixels.
 TEST(image_decode_test, ResizeMatchesTheReference) {
   cv::Mat const picture = make_photo(150, 110, 11);
   gpufeed::detail::rgbx_buffer source;
   std::uint8_t* rows = source.reset(picture.cols, picture.rows);
   cv::Mat rgbx(picture.rows, picture.cols, CV_8UC4, rows, source.stride());
   cv::cvtColor(picture, rgbx, cv::COLOR_RGB2RGBA);
-  std::mt19937 rng{5};
-  for (int trial = 0; trial < 200; ++trial) {
-    int const w = std::uniform_int_distribution<int>{1, picture.cols}(rng);
-    int const h = std::uniform_int_distribution<int>{1, picture.rows}(rng);
-    int const x = std::uniform_int_distribution<int>{0, picture.cols - w}(rng);
-    int const y = std::uniform_int_distribution<int>{0, picture.rows - h}(rng);
-    int const ow = std::uniform_int_distribution<int>{1, 200}(rng);
-    int const oh = std::uniform_int_distribution<int>{1, 200}(rng);
-    bool const mirror = trial % 2 == 1;
-    cv::Mat got(oh, ow, CV_8UC3);
-    gpufeed::detail::resize_rgbx_to_rgb(source.view(picture.cols, picture.rows),
-                                        {static_cast<double>(x), static_cast<double>(y),
-                                         static_cast<double>(w), static_cast<double>(h)},
-                                        {got.data, got.total() * 3}, ow, oh, mirror);
-    cv::Mat plain(oh, ow, CV_8UC3);
+  auto const view = source.view(picture.cols, picture.rows);
+  for (resize_case const& c : resize_cases(picture.cols, picture.rows, 5)) {
+    cv::Mat got(c.oh, c.ow, CV_8UC3);
+    gpufeed::detail::resize_rgbx_to_rgb(view, c.area(), {got.data, got.total() * 3}, c.ow, c.oh,
+                                        c.mirror);
+    cv::Mat plain(c.oh, c.ow, CV_8UC3);
     bool const was_fast = with_kernels(true, [&] {
-      gpufeed::detail::resize_rgbx_to_rgb(source.view(picture.cols, picture.rows),
-                                          {static_cast<double>(x), static_cast<double>(y),
-                                           static_cast<double>(w), static_cast<double>(h)},
-                                          {plain.data, plain.total() * 3}, ow, oh, mirror);
+      gpufeed::detail::resize_rgbx_to_rgb(view, c.area(), {plain.data, plain.total() * 3}, c.ow,
+                                          c.oh, c.mirror);
     });
     if (was_fast) {
-      EXPECT_EQ(cv::norm(got, plain, cv::NORM_INF), 0.0)
-          << "SIMD and plain kernels differ: crop " << x << "," << y << " " << w << "x" << h
-          << " -> " << ow << "x" << oh << (mirror ? " mirrored" : "");
+      EXPECT_EQ(differing_bytes(got, plain), 0U) << "SIMD and plain kernels differ: " << c.what();
     }
-    cv::Mat want = gpufeed::test::reference_resize(picture, {x, y, w, h}, ow, oh);
-    if (mirror) cv::flip(want, want, 1);
-    cv::Mat diff;
-    cv::absdiff(got, want, diff);
-    double most = 0;
-    cv::minMaxLoc(diff.reshape(1), nullptr, &most);
-    EXPECT_LE(most, 1) << "crop " << x << "," << y << " " << w << "x" << h << " -> " << ow << "x"
-                       << oh << (mirror ? " mirrored" : "");
+    cv::Mat want = gpufeed::test::reference_resize(picture, {c.x, c.y, c.w, c.h}, c.ow, c.oh);
+    if (c.mirror) cv::flip(want, want, 1);
+    EXPECT_LE(largest_difference(got, want), 1) << c.what();
   }
 }
 
@@ -404,63 +443,32 @@ cv::Mat rgb_of_ycc(cv::Mat const& ycc) {
   return out;
 }
 
-// The planes' resize (resize_ycc_to_rgb): with chroma at full resolution, the reference model
-// of the YCbCr image converted to RGB, within a grey level, on random crops up and down, mirrored
-// or not, to output sizes of every remainder of 8 and 16 (the SIMD passes work on blocks of eight
-// rows and sixteen values), some of them a copy along one axis (a pass of copied rows),
-// enlargements that copy every seventh row, and reductions with more taps than the unrolled
-// kernels take; with chroma subsampled too, the SIMD kernels give exactly the plain kernels'
-// pixels.
+// The planes' resize (resize_ycc_to_rgb) on resize_cases' geometries: with chroma at full
+// resolution, the reference model of the YCbCr image converted to RGB, within a grey level; with
+// chroma subsampled too, the SIMD kernels (eight turned rows at a time) give exactly the plain
+// kernels' pixels.
 TEST(image_decode_test, PlaneResizeMatchesTheReference) {
   cv::Mat const picture = make_photo(150, 110, 12);
-  std::mt19937 rng{6};
   for (int step : {1, 2}) {
     test_planes const planes = planes_of(picture, step);
-    // First whole-image enlargements by 7/5 and 7/4, where every seventh output row and column
-    // is a copy of an input one (of the chroma's too), inside the SIMD passes' blocks; then
-    // reductions by about 9, whose passes have more taps than the unrolled kernels take.
-    std::vector<std::array<int, 6>> const fixed{
-        {0, 0, 150, 110, 210, 154}, {0, 0, 150, 110, 210, 154}, {0, 0, 100, 80, 175, 140},
-        {0, 0, 100, 80, 175, 140},  {0, 0, 150, 110, 16, 12},   {0, 0, 150, 110, 16, 12}};
-    for (int trial = 0; trial < 200; ++trial) {
-      auto const pick = [&](int lo, int hi) {
-        return std::uniform_int_distribution<int>{lo, hi}(rng);
-      };
-      bool const is_fixed = static_cast<std::size_t>(trial) < fixed.size();
-      auto const f = is_fixed ? fixed[static_cast<std::size_t>(trial)] : std::array<int, 6>{};
-      int const w = is_fixed ? f[2] : pick(1, picture.cols);
-      int const h = is_fixed ? f[3] : pick(1, picture.rows);
-      int const x = is_fixed ? f[0] : pick(0, picture.cols - w);
-      int const y = is_fixed ? f[1] : pick(0, picture.rows - h);
-      int const ow = is_fixed ? f[4] : trial % 10 == 3 ? w : pick(1, 200);
-      int const oh = is_fixed ? f[5] : trial % 10 == 7 ? h : pick(1, 200);
-      bool const mirror = trial % 2 == 1;
-      std::string const what =
-          "chroma step " + std::to_string(step) + ", crop " + std::to_string(x) + "," +
-          std::to_string(y) + " " + std::to_string(w) + "x" + std::to_string(h) + " -> " +
-          std::to_string(ow) + "x" + std::to_string(oh) + (mirror ? " mirrored" : "");
-      gpufeed::detail::crop_area const area{static_cast<double>(x), static_cast<double>(y),
-                                            static_cast<double>(w), static_cast<double>(h)};
-      cv::Mat got(oh, ow, CV_8UC3);
-      gpufeed::detail::resize_ycc_to_rgb(planes.view, area, {got.data, got.total() * 3}, ow, oh,
-                                         mirror);
-      cv::Mat plain(oh, ow, CV_8UC3);
+    for (resize_case const& c : resize_cases(picture.cols, picture.rows, 6)) {
+      std::string const what = "chroma step " + std::to_string(step) + ", " + c.what();
+      cv::Mat got(c.oh, c.ow, CV_8UC3);
+      gpufeed::detail::resize_ycc_to_rgb(planes.view, c.area(), {got.data, got.total() * 3}, c.ow,
+                                         c.oh, c.mirror);
+      cv::Mat plain(c.oh, c.ow, CV_8UC3);
       bool const was_fast = with_kernels(true, [&] {
-        gpufeed::detail::resize_ycc_to_rgb(planes.view, area, {plain.data, plain.total() * 3}, ow,
-                                           oh, mirror);
+        gpufeed::detail::resize_ycc_to_rgb(planes.view, c.area(), {plain.data, plain.total() * 3},
+                                           c.ow, c.oh, c.mirror);
       });
       if (was_fast) {
         ASSERT_EQ(differing_bytes(got, plain), 0U) << "SIMD and plain kernels differ: " << what;
       }
       if (step != 1) continue;
-      cv::Mat want =
-          rgb_of_ycc(gpufeed::test::reference_resize_exact(planes.ycc, {x, y, w, h}, ow, oh));
-      if (mirror) cv::flip(want, want, 1);
-      cv::Mat diff;
-      cv::absdiff(got, want, diff);
-      double most = 0;
-      cv::minMaxLoc(diff.reshape(1), nullptr, &most);
-      ASSERT_LE(most, 1) << what;
+      cv::Mat want = rgb_of_ycc(
+          gpufeed::test::reference_resize_exact(planes.ycc, {c.x, c.y, c.w, c.h}, c.ow, c.oh));
+      if (c.mirror) cv::flip(want, want, 1);
+      ASSERT_LE(largest_difference(got, want), 1) << what;
     }
   }
 }

@@ -55,8 +55,8 @@ class noise_planes {
     fill_noise(bytes_.data(), bytes_.size());
   }
   [[nodiscard]] gpufeed::detail::ycc_view view() const {
-    std::uint8_t const* const cb = bytes_.data() + luma_stride_ * rows(height_);
-    std::uint8_t const* const cr = cb + chroma_stride_ * rows(height_ / 2);
+    std::uint8_t const* const cb = bytes_.data() + luma_stride_ * to_size(height_);
+    std::uint8_t const* const cr = cb + chroma_stride_ * to_size(height_ / 2);
     return {{bytes_.data(), luma_stride_, width_, height_, 1, 1},
             {cb, chroma_stride_, width_ / 2, height_ / 2, 2, 2},
             {cr, chroma_stride_, width_ / 2, height_ / 2, 2, 2},
@@ -66,13 +66,13 @@ class noise_planes {
   }
 
  private:
-  static std::size_t rows(int n) { return static_cast<std::size_t>(n); }
+  static std::size_t to_size(int n) { return static_cast<std::size_t>(n); }
   int width_;
   int height_;
-  std::size_t luma_stride_ = rows(width_) + 32;
-  std::size_t chroma_stride_ = rows(width_ / 2) + 32;
+  std::size_t luma_stride_ = to_size(width_) + 32;
+  std::size_t chroma_stride_ = to_size(width_ / 2) + 32;
   std::vector<std::uint8_t> bytes_ = std::vector<std::uint8_t>(
-      luma_stride_ * rows(height_) + 2 * chroma_stride_ * rows(height_ / 2) + 64);
+      luma_stride_ * to_size(height_) + 2 * chroma_stride_ * to_size(height_ / 2) + 64);
 };
 
 void resize_ycc(benchmark::State& state) {

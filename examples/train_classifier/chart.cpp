@@ -11,16 +11,7 @@
 namespace train_classifier {
 namespace {
 
-constexpr double width = 900;
-constexpr double panel_height = 240;
-constexpr double left = 70;    // room for the samples/s axis
-constexpr double right = 60;   // room for the percent axis
-constexpr double top = 56;     // title and legend
-constexpr double gap = 54;     // between panels: the next panel's title
-constexpr double bottom = 70;  // the time axis and the caption
-constexpr char const* rate_colour = "#1f77b4";
-constexpr char const* wait_colour = "#d62728";
-constexpr char const* gpu_colour = "#2ca02c";
+using namespace chart_layout;
 
 std::string escaped(std::string const& text) {
   std::string out;
@@ -167,7 +158,7 @@ void write_chart(std::filesystem::path const& path, std::vector<run_result> cons
   legend(wait_colour, "data-wait share (right axis)");
   if (gpu) legend(gpu_colour, "GPU utilization (right axis)");
   text(out, legend_x, 40, "dotted: epoch ends", "start", 12, "#777");
-  double y = top + 18;
+  double y = first_panel_top;
   for (auto const& run : runs) {
     panel(out, run, y, max_t, max_rate);
     y += panel_height + gap;

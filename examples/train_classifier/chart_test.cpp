@@ -5,7 +5,6 @@
 
 #include <gtest/gtest.h>
 
-#include <unistd.h>
 #include <cstddef>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +15,7 @@
 #include <vector>
 
 #include "chart.hpp"
+#include "support/image_fixtures.hpp"
 #include "training.hpp"
 
 namespace {
@@ -23,13 +23,7 @@ namespace {
 using train_classifier::pace_sample;
 using train_classifier::run_result;
 
-// The chart's plot geometry (chart.cpp): the first panel's plot area starts 74 px down (the
-// title and legend, then its own title), is 240 px high, and spans x 70 .. 840.
-constexpr double first_panel_top = 74;
-constexpr double panel_height = 240;
-constexpr double panel_step = 240 + 54;  // a panel and the gap before the next one
-constexpr double plot_left = 70;
-constexpr double plot_width = 900 - 70 - 60;
+namespace layout = train_classifier::chart_layout;
 
 run_result make_run(std::string feed, double rate, std::vector<std::optional<double>> gpu) {
   run_result run;
@@ -44,13 +38,12 @@ run_result make_run(std::string feed, double rate, std::vector<std::optional<dou
 }
 
 std::string chart_of(std::vector<run_result> const& runs) {
-  auto const path = std::filesystem::temp_directory_path() /
-                    ("gpufeed-chart-test-" + std::to_string(::getpid()) + ".svg");
+  gpufeed::test::temp_dir const dir;
+  auto const path = dir.path() / "chart.svg";
   train_classifier::write_chart(path, runs, "made-up runs");
   std::ifstream in{path};
   std::stringstream text;
   text << in.rdbuf();
-  std::filesystem::remove(path);
   return text.str();
 }
 
@@ -69,13 +62,16 @@ std::string point(double t_s, double share, std::size_t panel, double max_t = 4)
   std::ostringstream text;
   text.setf(std::ios::fixed);
   text.precision(1);
-  text << plot_left + plot_width * t_s / max_t << ','
-       << first_panel_top + static_cast<double>(panel) * panel_step + panel_height * (1 - share);
+  double const plot_width = layout::width - layout::left - layout::right;
+  double const panel_top =
+      layout::first_panel_top + static_cast<double>(panel) * (layout::panel_height + layout::gap);
+  text << layout::left + plot_width * t_s / max_t << ','
+       << panel_top + layout::panel_height * (1 - share);
   return text.str();
 }
 
-constexpr char const* gpu_colour = "#2ca02c";
-constexpr char const* wait_colour = "#d62728";
+constexpr char const* gpu_colour = layout::gpu_colour;
+constexpr char const* wait_colour = layout::wait_colour;
 
 TEST(train_classifier_chart, GpuUtilizationIsDrawnInEachPanelThatHasIt) {
   std::string const svg = chart_of(

@@ -307,68 +307,6 @@ template <int Group>
   }
 }
 
-// Values [i, i + 16) of one output row: its taps' input rows `rows`, weighted by `w`.
-template <class In, std::size_t... K>
-[[gnu::target("avx2"), gnu::always_inline]] inline __m256i weighted_sum(
-    In const* const* rows, std::int16_t const* w, std::size_t i,
-    std::index_sequence<K...>) noexcept {
-  __m256i acc = _mm256_setzero_si256();
-  ((acc =
-        _mm256_add_epi16(acc, _mm256_mulhrs_epi16(load_q7(rows[K] + i), _mm256_set1_epi16(w[K])))),
-   ...);
-  return acc;
-}
-
-// Four turned output rows at once: rows j .. j + 3 of the pass are columns c(j) .. c(j + 3)
-// of the output, side by side (descending when mirrored). Their values [i, i + 16) are four
-// pixels each; a 4 x 4 transpose of 64-bit pixels makes each pixel's four columns one 32-byte
-// store, where storing row by row takes four 8-byte stores per row (16 against 4: the stores,
-// not the arithmetic, bound a turned pass). False, with nothing written, when a row of the
-// four is a copy (one tap holds all the weight): the caller does those rows one at a time.
-template <int Taps, class In, std::size_t... K>
-[[gnu::target("avx2")]] bool filter_four_turned(In const* in, std::size_t in_stride,
-                                                std::size_t count, axis_taps const& taps, int j,
-                                                int out_rows, pass_output out,
-                                                std::index_sequence<K...> seq) noexcept {
-  std::int16_t const* const w = taps.weights.data() + static_cast<std::size_t>(j) * Taps;
-  for (std::size_t k = 0; k < 4 * static_cast<std::size_t>(Taps); ++k) {
-    if (w[k] == weight_max) return false;
-  }
-  auto const first = [&](int r) {
-    return in + static_cast<std::size_t>(taps.first[static_cast<std::size_t>(j + r)]) * in_stride;
-  };
-  In const* const row0[] = {(first(0) + K * in_stride)...};
-  In const* const row1[] = {(first(1) + K * in_stride)...};
-  In const* const row2[] = {(first(2) + K * in_stride)...};
-  In const* const row3[] = {(first(3) + K * in_stride)...};
-  // The four columns' leftmost: c(j) unmirrored, c(j + 3) mirrored.
-  std::int16_t* const dst = row_start<4>(out, out.mirror ? j + 3 : j, out_rows);
-  for (std::size_t i = 0; i < count; i += 16) {
-    __m256i a0 = weighted_sum(row0, w, i, seq);
-    __m256i a1 = weighted_sum(row1, w + Taps, i, seq);
-    __m256i a2 = weighted_sum(row2, w + 2 * Taps, i, seq);
-    __m256i a3 = weighted_sum(row3, w + 3 * Taps, i, seq);
-    if (out.mirror) {  // columns descend: the row of the leftmost column first
-      std::swap(a0, a3);
-      std::swap(a1, a2);
-    }
-    // a_r = [p0 p1 | p2 p3] of row r (a pixel: 64 bits) -> v_p = [r0 r1 | r2 r3] of pixel p.
-    __m256i const t0 = _mm256_unpacklo_epi64(a0, a1);  // [r0p0 r1p0 | r0p2 r1p2]
-    __m256i const t1 = _mm256_unpackhi_epi64(a0, a1);  // [r0p1 r1p1 | r0p3 r1p3]
-    __m256i const t2 = _mm256_unpacklo_epi64(a2, a3);
-    __m256i const t3 = _mm256_unpackhi_epi64(a2, a3);
-    std::int16_t* const at = dst + i / 4 * out.stride;
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(at), _mm256_permute2x128_si256(t0, t2, 0x20));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(at + out.stride),
-                        _mm256_permute2x128_si256(t1, t3, 0x20));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(at + 2 * out.stride),
-                        _mm256_permute2x128_si256(t0, t2, 0x31));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(at + 3 * out.stride),
-                        _mm256_permute2x128_si256(t1, t3, 0x31));
-  }
-  return true;
-}
-
 // A sample pair's eight columns, [s0 .. s7 of v(k) | s0 .. s7 of v(k + 8)], to `near` (row
 // k's) and `far` (row k + 8's); then both a row on.
 [[gnu::target("avx2"), gnu::always_inline]] inline void store_two_rows(std::int16_t*& near,
@@ -418,7 +356,7 @@ template <int Taps, class In, std::size_t... K>
 // Values [i, i + 16) of the output row whose taps' first input row is `first`, the taps'
 // rows `stride` apart, weighted by `w` (broadcast already).
 template <class In, std::size_t... K>
-[[gnu::target("avx2"), gnu::always_inline]] inline __m256i weighted_sum_from(
+[[gnu::target("avx2"), gnu::always_inline]] inline __m256i weighted_sum(
     In const* first, std::size_t stride, __m256i const* w, std::size_t i,
     std::index_sequence<K...>) noexcept {
   __m256i acc = _mm256_setzero_si256();
@@ -426,50 +364,92 @@ template <class In, std::size_t... K>
   return acc;
 }
 
-// Values [i, i + 16) of the output row whose taps' first input row is `first`: a copy of its
-// tap `copy` when that one holds all the weight (copy >= 0), else the weighted sum.
-template <class In, std::size_t... K>
-[[gnu::target("avx2"), gnu::always_inline]] inline __m256i output_values(
-    In const* first, std::size_t stride, __m256i const* w, int copy, std::size_t i,
-    std::index_sequence<K...> seq) noexcept {
-  if (copy >= 0) return load_q7(first + static_cast<std::size_t>(copy) * stride + i);
-  return weighted_sum_from(first, stride, w, i, seq);
+// The rows j .. j + Block - 1 of a pass with Taps taps, in slot order: slot s is the s-th output
+// column from the left, row j + s, or j + Block - 1 - s when mirrored. For each, its taps' first
+// input row, its weights broadcast, and the tap that holds all the weight where one does (a
+// copy: enlarging by a ratio such as 5/7 makes every seventh row one), so that a turned block
+// keeps its copied rows instead of giving the block up.
+template <std::size_t Block, std::size_t Taps, class In>
+struct block_rows {
+  In const* first[Block];
+  __m256i weight[Block][Taps];
+  int copy[Block];
+
+  [[gnu::target("avx2")]] block_rows(In const* in, std::size_t in_stride, axis_taps const& taps,
+                                     int j, bool mirror) noexcept {
+    for (std::size_t slot = 0; slot < Block; ++slot) {
+      std::size_t const row = static_cast<std::size_t>(j) + (mirror ? Block - 1 - slot : slot);
+      first[slot] = in + static_cast<std::size_t>(taps.first[row]) * in_stride;
+      std::int16_t const* const w = taps.weights.data() + row * Taps;
+      copy[slot] = -1;
+      for (std::size_t k = 0; k < Taps; ++k) {
+        weight[slot][k] = _mm256_set1_epi16(w[k]);
+        if (w[k] == weight_max) copy[slot] = static_cast<int>(k);
+      }
+    }
+  }
+
+  // Values [i, i + 16) of slot `slot`'s row.
+  template <std::size_t... K>
+  [[gnu::target("avx2"), gnu::always_inline]] __m256i values(
+      std::size_t slot, std::size_t in_stride, std::size_t i,
+      std::index_sequence<K...> seq) const noexcept {
+    if (copy[slot] >= 0) {
+      return load_q7(first[slot] + static_cast<std::size_t>(copy[slot]) * in_stride + i);
+    }
+    return weighted_sum(first[slot], in_stride, weight[slot], i, seq);
+  }
+};
+
+// Four turned output rows at once: rows j .. j + 3 of the pass are columns c(j) .. c(j + 3)
+// of the output, side by side (descending when mirrored). Their values [i, i + 16) are four
+// pixels each; a 4 x 4 transpose of 64-bit pixels makes each pixel's four columns one 32-byte
+// store, where storing row by row takes four 8-byte stores per row (16 against 4: the stores,
+// not the arithmetic, bound a turned pass). Copied rows stay in the block (block_rows).
+template <int Taps, class In, std::size_t... K>
+[[gnu::target("avx2")]] void filter_four_turned(In const* in, std::size_t in_stride,
+                                                std::size_t count, axis_taps const& taps, int j,
+                                                int out_rows, pass_output out,
+                                                std::index_sequence<K...> seq) noexcept {
+  block_rows<4, sizeof...(K), In> const rows{in, in_stride, taps, j, out.mirror};
+  // The four columns' leftmost: c(j) unmirrored, c(j + 3) mirrored.
+  std::int16_t* const dst = row_start<4>(out, out.mirror ? j + 3 : j, out_rows);
+  for (std::size_t i = 0; i < count; i += 16) {
+    __m256i const a0 = rows.values(0, in_stride, i, seq);
+    __m256i const a1 = rows.values(1, in_stride, i, seq);
+    __m256i const a2 = rows.values(2, in_stride, i, seq);
+    __m256i const a3 = rows.values(3, in_stride, i, seq);
+    // a_s = [p0 p1 | p2 p3] of slot s (a pixel: 64 bits) -> v_p = [s0 s1 | s2 s3] of pixel p.
+    __m256i const t0 = _mm256_unpacklo_epi64(a0, a1);  // [s0p0 s1p0 | s0p2 s1p2]
+    __m256i const t1 = _mm256_unpackhi_epi64(a0, a1);  // [s0p1 s1p1 | s0p3 s1p3]
+    __m256i const t2 = _mm256_unpacklo_epi64(a2, a3);
+    __m256i const t3 = _mm256_unpackhi_epi64(a2, a3);
+    std::int16_t* const at = dst + i / 4 * out.stride;
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(at), _mm256_permute2x128_si256(t0, t2, 0x20));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(at + out.stride),
+                        _mm256_permute2x128_si256(t1, t3, 0x20));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(at + 2 * out.stride),
+                        _mm256_permute2x128_si256(t0, t2, 0x31));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(at + 3 * out.stride),
+                        _mm256_permute2x128_si256(t1, t3, 0x31));
+  }
 }
 
 // Eight turned output rows of samples at once: rows j .. j + 7 of the pass are columns
 // c(j) .. c(j + 7) of the output. Their values [i, i + 16) are an 8 x 16 block, turned in
 // registers (store_block_turned): each of the 16 samples' eight columns is one 16-byte store,
-// where a separate transpose would write the block and read it back. Rows that are copies (one tap
-// holds all the weight) are copied within the block: enlarging by a ratio such as 5/7 makes every
-// seventh row one, and a block given up for them would be stored a sample at a time.
+// where a separate transpose would write the block and read it back. Copied rows stay in the
+// block (block_rows).
 template <int Taps, class In, std::size_t... K, std::size_t... S>
 [[gnu::target("avx2")]] void filter_eight_turned(In const* in, std::size_t in_stride,
                                                  std::size_t count, axis_taps const& taps, int j,
                                                  int out_rows, pass_output out,
                                                  std::index_sequence<K...> seq,
                                                  std::index_sequence<S...> /*slots*/) noexcept {
-  constexpr std::size_t block = sizeof...(S);
-  static_assert(block == 8);
-  constexpr std::size_t taps_n = sizeof...(K);
-  std::int16_t const* const w = taps.weights.data() + static_cast<std::size_t>(j) * taps_n;
-  // Slot s is the s-th column from the left: row j + s, or j + 7 - s when mirrored.
-  auto const row_of = [&](std::size_t slot) { return out.mirror ? block - 1 - slot : slot; };
-  In const* const first[] = {
-      (in + static_cast<std::size_t>(taps.first[static_cast<std::size_t>(j) + row_of(S)]) *
-                in_stride)...};
-  __m256i weight[block][taps_n];
-  int copy[block];
-  for (std::size_t slot = 0; slot < block; ++slot) {
-    std::int16_t const* const row_weights = w + row_of(slot) * taps_n;
-    copy[slot] = -1;
-    for (std::size_t k = 0; k < taps_n; ++k) {
-      weight[slot][k] = _mm256_set1_epi16(row_weights[k]);
-      if (row_weights[k] == weight_max) copy[slot] = static_cast<int>(k);
-    }
-  }
+  block_rows<sizeof...(S), sizeof...(K), In> const rows{in, in_stride, taps, j, out.mirror};
   std::int16_t* const dst = row_start<1>(out, out.mirror ? j + 7 : j, out_rows);
   for (std::size_t i = 0; i < count; i += 16) {
-    __m256i const a[] = {output_values(first[S], in_stride, weight[S], copy[S], i, seq)...};
+    __m256i const a[] = {rows.values(S, in_stride, i, seq)...};
     store_block_turned(a, dst + i * out.stride, out.stride);
   }
 }
@@ -480,8 +460,8 @@ template <int Taps, class In, int Group, std::size_t... K>
     pass_output out, std::index_sequence<K...> taps_seq) noexcept {
   for (int j = 0; j < out_rows; ++j) {
     if constexpr (Group == 4) {
-      if (j % 4 == 0 && j + 4 <= out_rows &&
-          filter_four_turned<Taps, In>(in, in_stride, count, taps, j, out_rows, out, taps_seq)) {
+      if (j % 4 == 0 && j + 4 <= out_rows) {
+        filter_four_turned<Taps, In>(in, in_stride, count, taps, j, out_rows, out, taps_seq);
         j += 3;
         continue;
       }
@@ -493,24 +473,11 @@ template <int Taps, class In, int Group, std::size_t... K>
         continue;
       }
     }
-    std::int16_t const* const w = taps.weights.data() + static_cast<std::size_t>(j) * Taps;
-    In const* const first =
-        in + static_cast<std::size_t>(taps.first[static_cast<std::size_t>(j)]) * in_stride;
+    // The rows after the last whole block, one at a time.
+    block_rows<1, sizeof...(K), In> const row{in, in_stride, taps, j, false};
     std::int16_t* const dst = row_start<Group>(out, j, out_rows);
-    if (((w[K] == weight_max) || ...)) {  // one tap has all the weight: a copy
-      std::size_t const k = static_cast<std::size_t>(std::find(w, w + Taps, weight_max) - w);
-      In const* const src = first + k * in_stride;
-      for (std::size_t i = 0; i < count; i += 16) {
-        store16<Group>(dst, i, out.stride, load_q7(src + i));
-      }
-      continue;
-    }
-    In const* const row[] = {(first + K * in_stride)...};
-    __m256i const weight[] = {_mm256_set1_epi16(w[K])...};
     for (std::size_t i = 0; i < count; i += 16) {
-      __m256i acc = _mm256_setzero_si256();
-      ((acc = _mm256_add_epi16(acc, _mm256_mulhrs_epi16(load_q7(row[K] + i), weight[K]))), ...);
-      store16<Group>(dst, i, out.stride, acc);
+      store16<Group>(dst, i, out.stride, row.values(0, in_stride, i, taps_seq));
     }
   }
 }

@@ -1,16 +1,23 @@
-"""Summarizes issue14i's ABBA runs: per set and case, each binary's ratio to the decode limit
-(median over its runs, and the runs' spread), decode and resize us per image, and new/main
-images/s paired run by run (ABBA: pairs (1,2) (4,3) (5,6) (8,7) ...); then the resize
-micro-benchmarks, each binary's median of its runs' medians."""
+"""Summarizes issue14i's ABBA runs in the current directory: per set and case, each binary's
+ratio to the decode limit (median over its runs, and the runs' spread), decode and resize us per
+image, and new/main images/s paired run by run (ABBA: pairs (1,2) (4,3) (5,6) (8,7) ...); then
+the resize micro-benchmarks, each binary's median of its runs' medians.
+
+Usage: python3 summarize.py [MAIN NEW] -- the two binaries' names in the files' names
+(<set>-<run>-<binary>.json, micro-<binary>-*.json); main and new by default. In the printout
+they are called main and new whatever their names."""
 import glob
 import json
 import re
 import statistics
+import sys
+
+main_name, new_name = sys.argv[1:3] if len(sys.argv) == 3 else ('main', 'new')
 
 rows = {}
 runs = {}
 for f in sorted(glob.glob('*-*-*.json')):
-    m = re.match(r'(generated|photos|photos2)-(\d+)-(main|new)\.json', f)
+    m = re.match(rf'(generated|photos|photos2)-(\d+)-({main_name}|{new_name})\.json', f)
     if not m:
         continue
     s, n, b = m.group(1), int(m.group(2)), m.group(3)
@@ -33,7 +40,7 @@ def abba_pairs(count):
 
 
 for (s, case), v in rows.items():
-    m, w = v['main'], v['new']
+    m, w = v[main_name], v[new_name]
     pairs = abba_pairs(len(runs[s]))
     med = lambda d, i: statistics.median(t[i] for t in d.values())
     spread = lambda d: f"{min(t[0] for t in d.values()):.2f}-{max(t[0] for t in d.values()):.2f}"
@@ -50,7 +57,7 @@ for f in sorted(glob.glob('micro-*.json')):
             micro.setdefault(bench['run_name'], {}).setdefault(b, []).append(
                 bench['real_time'] / 1e3)
 for name, v in micro.items():
-    if 'main' not in v or 'new' not in v:
+    if main_name not in v or new_name not in v:
         continue
-    print(f"micro {name:40s} main {statistics.median(v['main']):6.1f} us new "
-          f"{statistics.median(v['new']):6.1f} us (median of each binary's run medians)")
+    print(f"micro {name:40s} main {statistics.median(v[main_name]):6.1f} us new "
+          f"{statistics.median(v[new_name]):6.1f} us (median of each binary's run medians)")
