@@ -150,6 +150,12 @@ cv::Mat rgb_of(gpufeed::detail::rgbx_view const& view, gpufeed::detail::pixel_re
   return out;
 }
 
+// `rect` as a crop.
+gpufeed::detail::crop_area area_of(gpufeed::detail::pixel_rect const& rect) {
+  return {static_cast<double>(rect.x), static_cast<double>(rect.y), static_cast<double>(rect.width),
+          static_cast<double>(rect.height)};
+}
+
 // The largest difference of any byte of `a` and `b` (same size and type).
 double largest_difference(cv::Mat const& a, cv::Mat const& b) {
   cv::Mat diff;
@@ -267,31 +273,40 @@ TEST(image_decode_test, CroppedDecodingKeepsTheDatasetsPixels) {
   }
 }
 
-// Damage in the rows under the crop, which are skipped and never reach the output, is still an
-// error by default: the entropy-coded data is read to its end.
+// Damage in the rows above or under the crop, which are skipped and never reach the output, is
+// still an error by default: the entropy-coded data is read to its end. On both paths (the
+// centre crop covers half the image: the planar one, unless it is off).
 TEST(image_decode_test, DamageOutsideTheCropIsAnError) {
   temp_dir dir;
   auto const good = encode_jpeg(make_photo(256, 512, 3), {});
   ASSERT_GT(scan_start(good), 0U);
-  auto const damaged = with_bad_markers(good, 0.95);  // near the bottom rows
   write_bytes(dir.path() / "good.jpg", good);
-  write_bytes(dir.path() / "damaged.jpg", damaged);
+  write_bytes(dir.path() / "damaged-above.jpg", with_bad_markers(good, 0.05));  // the top rows
+  write_bytes(dir.path() / "damaged-below.jpg", with_bad_markers(good, 0.95));  // the bottom ones
   auto const csv = dir.path() / "list.csv";
   {
     std::FILE* f = std::fopen(csv.c_str(), "w");
     ASSERT_NE(f, nullptr);
-    std::fputs("good.jpg,0\ndamaged.jpg,1\n", f);
+    std::fputs("good.jpg,0\ndamaged-above.jpg,1\ndamaged-below.jpg,2\n", f);
     std::fclose(f);
   }
   // The centre 224 x 224 of a 256 x 512 image scaled by 7/8: source rows 128 .. 384 of 512.
-  for (bool cropped : {true, false}) {
-    gpufeed::file_list d{csv, image_options{.resize_to = 224, .cropped_decoding = cropped}};
-    EXPECT_NO_THROW((void)read_one(d, 0, 0));
-    try {
-      (void)read_one(d, 1, 0);
-      ADD_FAILURE() << "damage under the crop was not reported (cropped: " << cropped << ")";
-    } catch (gpufeed::file_error const& e) {
-      EXPECT_NE(std::string{e.what()}.find("corrupt JPEG"), std::string::npos) << e.what();
+  for (bool planar : {true, false}) {
+    for (bool cropped : {true, false}) {
+      gpufeed::file_list d{
+          csv,
+          image_options{.resize_to = 224, .cropped_decoding = cropped, .planar_decoding = planar}};
+      EXPECT_NO_THROW((void)read_one(d, 0, 0));
+      for (std::size_t i : {1U, 2U}) {
+        try {
+          (void)read_one(d, i, 0);
+          ADD_FAILURE() << "damage " << (i == 1 ? "above" : "under")
+                        << " the crop was not reported (planar: " << planar
+                        << ", cropped: " << cropped << ")";
+        } catch (gpufeed::file_error const& e) {
+          EXPECT_NE(std::string{e.what()}.find("corrupt JPEG"), std::string::npos) << e.what();
+        }
+      }
     }
   }
 }
@@ -422,7 +437,7 @@ test_planes planes_of(cv::Mat const& picture, int step) {
   }
   t.view.width = picture.cols;
   t.view.height = picture.rows;
-  t.view.decoded_rows = picture.rows;
+  t.view.decoded = {0, 0, picture.cols, picture.rows};
   return t;
 }
 
@@ -511,10 +526,11 @@ TEST(image_decode_test, CopyOfThePlanesIsLibjpegsDecode) {
         part.set_read_to_end(!stop);
         ASSERT_TRUE(part.planes_copy_exactly()) << name << " at 1/" << reduction;
         std::vector<std::uint8_t> planes;
-        auto const ycc = part.decode_planes(planes, rect.y + rect.height + 1);
+        auto const ycc = part.decode_planes(
+            planes, gpufeed::detail::planes_read(area_of(rect), rect.width, rect.height));
         ASSERT_TRUE(gpufeed::detail::ycc_copy_supported(ycc));
         if (stop && rect.y + rect.height + 32 < h && reduction == 1) {
-          ASSERT_LT(ycc.decoded_rows, h) << "the decode stopped";
+          ASSERT_LT(ycc.decoded.y + ycc.decoded.height, h) << "the decode stopped";
         }
         cv::Mat want = rgb_of(all, rect);
         for (bool const mirror : {false, true}) {
@@ -552,13 +568,107 @@ TEST(image_decode_test, CopyOfThePlanesRefusesWhatItCannotReproduce) {
   gpufeed::detail::jpeg_reader stopped{common, "420.jpg"};
   stopped.set_read_to_end(false);
   std::vector<std::uint8_t> planes;
-  auto const ycc = stopped.decode_planes(planes, 20);
-  ASSERT_EQ(ycc.decoded_rows, 32);  // two rows of 16 x 16 blocks
+  auto const ycc = stopped.decode_planes(planes, {0, 0, 10, 20});
+  ASSERT_EQ(ycc.decoded.y, 0);
+  ASSERT_EQ(ycc.decoded.height, 32);  // two rows of 16 x 16 blocks
   std::vector<std::uint8_t> out31(3 * 10 * 31);
   std::vector<std::uint8_t> out32(3 * 10 * 32);
   EXPECT_NO_THROW(gpufeed::detail::copy_ycc_to_rgb(ycc, 0, 0, out31, 10, 31, false));
   EXPECT_THROW(gpufeed::detail::copy_ycc_to_rgb(ycc, 0, 0, out32, 10, 32, false), std::logic_error)
       << "the last row's chroma context (row 32) was not decoded";
+}
+
+// decode_planes of a rectangle: every sample under it (in whole iMCUs) is the whole decode's, for
+// every chroma sampling, restart markers and a progressive file, at every reduction, stopping or
+// reading to the end. Where partial_planes_built(), a baseline file's samples outside those
+// iMCUs are left as the buffer held them: not transformed, which is what the rectangle saves;
+// the progressive file is decoded from the top, in every column.
+TEST(image_decode_test, PlanesOfARectangleAreTheWholeDecodes) {
+  cv::Mat const picture = make_photo(333, 251, 21);
+  auto layouts = sampled_layouts();
+  layouts.push_back({"restarts", {.restart_rows = 1}});
+  std::mt19937 rng{23};
+  constexpr std::uint8_t untouched = 0x5A;  // what the part's buffer holds before its decode
+  for (auto const& [name, layout] : layouts) {
+    auto const jpeg = encode_jpeg(picture, layout);
+    for (int reduction : {1, 2, 4, 8}) {
+      std::vector<std::uint8_t> whole_planes;
+      gpufeed::detail::jpeg_reader whole{jpeg, "whole.jpg"};
+      whole.set_reduction(reduction);
+      int const w = whole.decoded_width();
+      int const h = whole.decoded_height();
+      auto const all = whole.decode_planes(whole_planes, {0, 0, w, h});
+      ASSERT_EQ(all.decoded.x, 0);
+      ASSERT_EQ(all.decoded.y, 0);
+      ASSERT_EQ(all.decoded.width, w);
+      ASSERT_EQ(all.decoded.height, h);
+      std::vector<gpufeed::detail::pixel_rect> rects{
+          {0, 0, w, h},        {0, 0, 1, 1},    {w - 1, h - 1, 1, 1}, {w / 3, h / 3, w / 3, h / 3},
+          {-5, -5, w + 10, 9}, {w - 3, 0, 9, h}};
+      for (int trial = 0; trial < 12; ++trial) {
+        int const rw = std::uniform_int_distribution<int>{1, w}(rng);
+        int const rh = std::uniform_int_distribution<int>{1, h}(rng);
+        rects.push_back({std::uniform_int_distribution<int>{0, w - rw}(rng),
+                         std::uniform_int_distribution<int>{0, h - rh}(rng), rw, rh});
+      }
+      // The pixels of an iMCU at this scale (libjpeg scales each block to 8 / reduction).
+      int const imcu_w = layout.h_luma * 8 / reduction;
+      int const imcu_h = layout.v_luma * 8 / reduction;
+      for (std::size_t i = 0; i < rects.size(); ++i) {
+        auto const rect = rects[i];
+        bool const stop = i % 2 == 1;
+        std::string const what = name + " at 1/" + std::to_string(reduction) + ", rect " +
+                                 std::to_string(rect.x) + "," + std::to_string(rect.y) + " " +
+                                 std::to_string(rect.width) + "x" + std::to_string(rect.height) +
+                                 (stop ? ", stopping" : ", to the end");
+        gpufeed::detail::jpeg_reader part{jpeg, "part.jpg"};
+        part.set_reduction(reduction);
+        part.set_read_to_end(!stop);
+        std::vector<std::uint8_t> planes(whole_planes.size(), untouched);
+        auto const got = part.decode_planes(planes, rect);
+        int const x0 = std::clamp(rect.x, 0, w - 1);
+        int const y0 = std::clamp(rect.y, 0, h - 1);
+        int const x1 = std::clamp(rect.x + rect.width, x0 + 1, w);
+        int const y1 = std::clamp(rect.y + rect.height, y0 + 1, h);
+        auto const& d = got.decoded;
+        if (gpufeed::detail::partial_planes_built() && !layout.progressive) {
+          EXPECT_EQ(d.x, x0 / imcu_w * imcu_w) << what;
+          EXPECT_EQ(d.y, y0 / imcu_h * imcu_h) << what;
+          EXPECT_EQ(d.x + d.width, std::min((x1 + imcu_w - 1) / imcu_w * imcu_w, w)) << what;
+          EXPECT_EQ(d.y + d.height, std::min((y1 + imcu_h - 1) / imcu_h * imcu_h, h)) << what;
+        } else {
+          EXPECT_EQ(d.x, 0) << what;
+          EXPECT_EQ(d.y, 0) << what;
+          EXPECT_EQ(d.width, w) << what;
+          EXPECT_EQ(d.height, stop ? std::min((y1 + imcu_h - 1) / imcu_h * imcu_h, h) : h) << what;
+        }
+        std::array<gpufeed::detail::plane_view const*, 3> const mine{&got.y, &got.cb, &got.cr};
+        std::array<gpufeed::detail::plane_view const*, 3> const theirs{&all.y, &all.cb, &all.cr};
+        for (std::size_t c = 0; c < 3; ++c) {
+          auto const& p = *mine[c];
+          auto const& q = *theirs[c];
+          ASSERT_EQ(p.width, q.width);
+          ASSERT_EQ(p.height, q.height);
+          std::size_t wrong = 0;
+          std::size_t touched = 0;
+          for (int row = 0; row < p.height; ++row) {
+            for (int col = 0; col < p.width; ++col) {
+              std::uint8_t const v =
+                  p.data[static_cast<std::size_t>(row) * p.stride + static_cast<std::size_t>(col)];
+              if (gpufeed::detail::samples_decoded(p, d, col, row, col + 1, row + 1)) {
+                wrong += v != q.data[static_cast<std::size_t>(row) * q.stride +
+                                     static_cast<std::size_t>(col)];
+              } else {
+                touched += v != untouched;
+              }
+            }
+          }
+          EXPECT_EQ(wrong, 0U) << what << ", plane " << c;
+          EXPECT_EQ(touched, 0U) << what << ", plane " << c << ": samples outside those decoded";
+        }
+      }
+    }
+  }
 }
 
 // The colour arithmetic alone, for every (Cb, Cr) pair at luma values across the range, against
@@ -582,7 +692,7 @@ TEST(image_decode_test, CopyConvertsEveryChromaPairAsLibjpegsTables) {
                                        {cr, stride, side, side, 1, 1},
                                        side,
                                        side,
-                                       side};
+                                       {0, 0, side, side}};
   auto const fix = [](double x) { return static_cast<std::int32_t>(x * 65536 + 0.5); };
   std::array<int, 256> cr_r{}, cb_b{};
   std::array<std::int32_t, 256> cr_g{}, cb_g{};
@@ -638,10 +748,10 @@ TEST(image_decode_test, CentreCropCopiesTakeThePlanarPathWithTheSamePixels) {
       ASSERT_EQ(read_one(planar, i, 0), read_one(rgb, i, 0))
           << planar.entries()[i].path << (check ? "" : ", stopping after the crop");
     }
-    // Every image but the 4:4:0 ones went the planar way: all columns decoded.
-    auto const copied = planar.stage_times().decoded_pixels;
-    auto const cropped = rgb.stage_times().decoded_pixels;
-    EXPECT_GT(copied, cropped + cropped / 4) << (check ? "checked" : "stopping");
+    // Every image but the 4:4:0 ones went the planar way.
+    EXPECT_EQ(planar.stage_times().planar_images, planar.size() - sizes.size())
+        << (check ? "checked" : "stopping");
+    EXPECT_EQ(rgb.stage_times().planar_images, 0U);
   }
 }
 
@@ -749,7 +859,8 @@ TEST(image_decode_test, PlanarDecodingIsCloseToRgbDecoding) {
 // The decode plan is the cheaper one measured (docs/benchmarks/demo-and-decode.md): DCT scaling
 // only by 2, 4 or 8, never by 3/8 .. 7/8 (no SIMD inverse DCTs: slower than a full decode); and
 // Resize(256) + CenterCrop(224) of a 480x400 photograph, whose crop covers 64 % of it, through
-// the planar path (all pixels decoded), its pixels close to the cropped RGB decode's.
+// the planar path (the 16 x 16 iMCUs under the crop decoded; without partial_planes_built(),
+// all), its pixels close to the cropped RGB decode's.
 TEST(image_decode_test, DecodePlanIsTheCheapOne) {
   using gpufeed::detail::jpeg_reduction;
   image_options const o{.height = 224, .width = 224};
@@ -770,8 +881,31 @@ TEST(image_decode_test, DecodePlanIsTheCheapOne) {
   gpufeed::image_folder rgb{dir.path(), eval};
   auto const d = compare(read_one(planar, 0, 0), read_one(rgb, 0, 0));
   EXPECT_LT(d.mean, 1.0);
-  EXPECT_EQ(planar.stage_times().decoded_pixels, 480U * 400U) << "the planar path";
+  // The crop: 350 x 350 pixels from (65, 25), in iMCUs columns 64 .. 416 and rows 16 .. 384.
+  EXPECT_EQ(planar.stage_times().planar_images, 1U);
+  EXPECT_EQ(planar.stage_times().decoded_pixels,
+            gpufeed::detail::partial_planes_built() ? 352U * 368U : 480U * 400U);
+  EXPECT_EQ(rgb.stage_times().planar_images, 0U);
   EXPECT_LT(rgb.stage_times().decoded_pixels, 480U * 400U * 3U / 4U) << "the cropped path";
+
+  // Crops of 8-20 % of the image: planar where only their iMCUs are decoded (baseline JPEGs,
+  // where partial_planes_built()), cropped to RGB where the planar path would decode the whole
+  // image (progressive), below planar_min_share.
+  temp_dir small;
+  write_bytes(small.path() / "a" / "baseline.jpg", encode_jpeg(make_photo(320, 256, 32), {}));
+  write_bytes(small.path() / "b" / "progressive.jpg",
+              encode_jpeg(make_photo(320, 256, 33), {.progressive = true}));
+  gpufeed::image_folder crops{small.path(),
+                              image_options{.height = 64,
+                                            .width = 64,
+                                            .resize = resize_mode::random_resized_crop,
+                                            .scale_max = 0.2F}};
+  ASSERT_LT(0.2, gpufeed::detail::planar_min_share);
+  for (std::uint64_t seed = 0; seed < 10; ++seed) {
+    (void)read_one(crops, 0, seed);  // baseline.jpg
+    (void)read_one(crops, 1, seed);  // progressive.jpg
+  }
+  EXPECT_EQ(crops.stage_times().planar_images, gpufeed::detail::partial_planes_built() ? 10U : 0U);
 }
 
 // Grey JPEGs (one component) and PNGs take the RGB path: the option changes none of their pixels.
@@ -854,8 +988,10 @@ TEST(image_decode_test, StoppingAfterTheCropKeepsThePixels) {
                 << (resize == resize_mode::center_crop ? ", centre" : ", random");
           }
         }
-        // The planar path decodes fewer rows when it stops (every centre crop takes it here);
-        // the cropped RGB path decodes the crop's rows either way.
+        // The planar path decodes the progressive files from the top down to the crop's last
+        // row when it stops and every row when it reads to the end (the others, where
+        // partial_planes_built(), only the iMCUs under the crop either way); the cropped RGB
+        // path decodes the crop's rows either way.
         auto const stopped_pixels = stopping.stage_times().decoded_pixels;
         auto const checked_pixels = checking.stage_times().decoded_pixels;
         std::string const what = "output " + std::to_string(size) +

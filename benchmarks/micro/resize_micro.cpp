@@ -62,7 +62,7 @@ class noise_planes {
             {cr, chroma_stride_, width_ / 2, height_ / 2, 2, 2},
             width_,
             height_,
-            height_};
+            {0, 0, width_, height_}};
   }
 
  private:

@@ -2,6 +2,12 @@
 #include "gpufeed/detail/jpeg_decode.hpp"
 
 #include <jpeglib.h>
+// libjpeg-turbo's internal header: what decode_planes needs to skip rows and columns in raw mode
+// (partial_raw_decoding below). Without it every column is decoded.
+#if defined(LIBJPEG_TURBO_VERSION_NUMBER) && __has_include(<jpegint.h>)
+#include <jpegint.h>
+#define GPUFEED_JPEG_PARTIAL_RAW 1
+#endif
 #include <algorithm>
 #include <array>
 #include <csetjmp>
@@ -100,7 +106,6 @@ struct jpeg_reader::state {
   jpeg_failure failure{};
   bool complete = false;    // an end-of-image marker follows the first scan's start
   bool read_to_end = true;  // set_read_to_end
-  int planar_rows = 0;      // rows decode_planes decoded
 
   state() noexcept {
     info.err = jpeg_std_error(&failure.mgr);
@@ -257,32 +262,108 @@ bool start_raw(jpeg_state& info, jpeg_failure& failure) noexcept {
   return true;
 }
 
-// Reads the iMCU rows of the planes into `pixels` (laid out as `layout` says): all of them and
-// on to the end of the image when `to_end`, so that damage anywhere is reported; else those
-// that cover the image's rows [0, rows_needed) and stops. `rows_read`: the image's rows read.
+// The iMCU rows [first_row, end_row) and columns [first_col, end_col) a raw decode transforms.
+struct imcu_window {
+  JDIMENSION first_row = 0;
+  JDIMENSION end_row = 0;
+  JDIMENSION first_col = 0;
+  JDIMENSION end_col = 0;
+};
+
+// Whether the JPEG is one interleaved, Huffman-coded scan (baseline and extended sequential
+// JPEGs: nearly all), the only kind read_raw skips in. After jpeg_read_header.
+bool one_interleaved_huffman_scan(jpeg_state const& info) noexcept {
+  return info.progressive_mode == FALSE && info.arith_code == FALSE && info.comps_in_scan > 1 &&
+         info.comps_in_scan == info.num_components;
+}
+
+// libjpeg's raw-data interface has no skip and no crop: jpeg_skip_scanlines and
+// jpeg_crop_scanline refuse raw mode. Inside, they do two things that libjpeg-turbo's internal
+// header exposes, and that work the same on the raw path of a single interleaved scan:
+// jpeg_skip_scanlines skips an iMCU row by calling the entropy decoder's decode_mcu without an
+// output (the MCU is decoded and checked, restart markers included, and not stored), and
+// jpeg_crop_scanline sets the master's first and last iMCU column, outside which the single-pass
+// coefficient controller does no inverse DCT (writing the first one at the output's column 0).
+// A multi-scan (progressive) JPEG's coefficients are buffered and transformed elsewhere, and
+// arithmetic decoding is left alone. Whether read_raw can skip so in this JPEG; after
+// jpeg_start_decompress.
+bool partial_raw_decoding(jpeg_state const& info) noexcept {
+#if defined(GPUFEED_JPEG_PARTIAL_RAW)
+  return info.raw_data_out != FALSE && one_interleaved_huffman_scan(info) &&
+         // What jpeg_start_decompress set (master_selection): a layout of the internal structs
+         // other than the header's fails this and decodes every column.
+         info.master->first_iMCU_col == 0 && info.master->last_iMCU_col + 1 == info.MCUs_per_row;
+#else
+  (void)info;
+  return false;
+#endif
+}
+
+// Entropy-decodes `count` iMCU rows without keeping them, as jpeg_skip_scanlines does (jdapistd.c);
+// only when partial_raw_decoding(), and only from read_raw, under its jump point. The interleaved
+// scan's coefficient controller starts each iMCU row at its first MCU, where a complete row
+// leaves it.
+void skip_imcu_rows(jpeg_state& info, JDIMENSION count, JDIMENSION lines) {
+#if defined(GPUFEED_JPEG_PARTIAL_RAW)
+  for (JDIMENSION row = 0; row < count; ++row) {
+    for (JDIMENSION mcu = 0; mcu < info.MCUs_per_row; ++mcu) {
+      if (info.entropy->insufficient_data == FALSE) {
+        info.master->last_good_iMCU_row = info.input_iMCU_row;
+      }
+      (void)(*info.entropy->decode_mcu)(&info, nullptr);
+    }
+    ++info.input_iMCU_row;
+    ++info.output_iMCU_row;
+    info.output_scanline += lines;
+    if (info.input_iMCU_row == info.total_iMCU_rows) (*info.inputctl->finish_input_pass)(&info);
+  }
+#else
+  (void)info, (void)count, (void)lines;
+#endif
+}
+
+// Reads the iMCU rows and columns of `window` into `pixels` (laid out as `layout` says, the whole
+// image's planes); the rows above the window are entropy-decoded only. Then, when `to_end`, reads
+// on to the end of the image, so that damage anywhere is reported (entropy-decoded only when
+// `partial`, else transformed into the planes); else stops. `partial`: partial_raw_decoding();
+// without it the window must start at row 0 and span every column.
 bool read_raw(jpeg_state& info, jpeg_failure& failure, plane_layout const& layout,
-              unsigned char* pixels, JDIMENSION rows_needed, bool to_end,
-              JDIMENSION& rows_read) noexcept {
+              unsigned char* pixels, imcu_window const& window, bool partial,
+              bool to_end) noexcept {
   if (setjmp(failure.jump) != 0) return false;
   constexpr int max_rows = 2 * DCTSIZE;  // v_samp_factor <= 2 (planar() checks)
   JSAMPROW rows[3][max_rows];
   JSAMPARRAY planes[3] = {rows[0], rows[1], rows[2]};
   auto const lines = static_cast<JDIMENSION>(info.max_v_samp_factor * info.min_DCT_scaled_size);
-  JDIMENSION const end = to_end ? info.output_height : std::min(rows_needed, info.output_height);
-  for (std::size_t imcu = 0; info.output_scanline < end; ++imcu) {
+  // libjpeg writes the window's first column at the rows' start: each row begins that far left.
+  std::array<std::size_t, 3> first_sample{};
+  if (partial) {
+#if defined(GPUFEED_JPEG_PARTIAL_RAW)
+    info.master->first_iMCU_col = window.first_col;
+    info.master->last_iMCU_col = window.end_col - 1;
+#endif
+    for (std::size_t c = 0; c < 3; ++c) {
+      first_sample[c] = std::size_t{window.first_col} *
+                        static_cast<std::size_t>(info.comp_info[c].MCU_sample_width);
+    }
+    skip_imcu_rows(info, window.first_row, lines);
+  }
+  JDIMENSION const end = to_end && !partial ? info.total_iMCU_rows : window.end_row;
+  for (JDIMENSION imcu = window.first_row; imcu < end; ++imcu) {
     for (std::size_t c = 0; c < 3; ++c) {
       auto const n = static_cast<std::size_t>(layout.rows_per_call[c]);
       for (std::size_t r = 0; r < n; ++r) {
-        rows[c][r] = pixels + layout.offset[c] + (imcu * n + r) * layout.stride[c];
+        rows[c][r] =
+            pixels + layout.offset[c] + (imcu * n + r) * layout.stride[c] + first_sample[c];
       }
     }
     if (jpeg_read_raw_data(&info, planes, lines) == 0) return false;
   }
-  rows_read = std::min(info.output_scanline, info.output_height);
   if (!to_end) {
     jpeg_abort_decompress(&info);
     return true;
   }
+  if (partial) skip_imcu_rows(info, info.total_iMCU_rows - info.input_iMCU_row, lines);
   (void)jpeg_finish_decompress(&info);
   return true;
 }
@@ -298,6 +379,14 @@ bool has_end_marker(unsigned char const* scan, std::size_t size) noexcept {
 }
 
 }  // namespace
+
+bool partial_planes_built() noexcept {
+#if defined(GPUFEED_JPEG_PARTIAL_RAW)
+  return true;
+#else
+  return false;
+#endif
+}
 
 bool looks_like_jpeg(std::span<unsigned char const> bytes) noexcept {
   return bytes.size() >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF;
@@ -317,10 +406,6 @@ jpeg_reader::jpeg_reader(std::span<unsigned char const> bytes, std::string name)
   // The header is read up to the first scan: the memory source now points at its data.
   jpeg_source_mgr const& source = *state_->info.src;
   state_->complete = has_end_marker(source.next_input_byte, source.bytes_in_buffer);
-}
-
-int jpeg_reader::planar_rows() const noexcept {
-  return state_->planar_rows;
 }
 
 bool jpeg_reader::complete() const noexcept {
@@ -425,32 +510,53 @@ bool jpeg_reader::planar() const noexcept {
          info.comp_info[2].h_samp_factor == 1 && info.comp_info[2].v_samp_factor == 1;
 }
 
-ycc_view jpeg_reader::decode_planes(std::vector<std::uint8_t>& buffer, int rows) {
+ycc_view jpeg_reader::decode_planes(std::vector<std::uint8_t>& buffer, pixel_rect want) {
   GPUFEED_EXPECTS(planar(), "jpeg_reader::decode_planes: not a YCbCr JPEG it can decode");
   auto& info = state_->info;
-  std::uint64_t const width = info.output_width;
-  std::uint64_t const height = info.output_height;
   check_decoded_size();
+  auto const width = static_cast<int>(info.output_width);
+  auto const height = static_cast<int>(info.output_height);
   if (!start_raw(info, state_->failure)) throw corrupt();
   plane_layout const layout = layout_planes(info);
   if (buffer.size() < layout.bytes) buffer.resize(layout.bytes);
-  auto const needed = static_cast<JDIMENSION>(std::max(rows, 0));
-  JDIMENSION read = 0;
-  if (!read_raw(info, state_->failure, layout, buffer.data(), needed, state_->read_to_end, read)) {
+  // `want` on the image, then in iMCUs (the pixels of an iMCU at this scale: ever a whole number).
+  int const x0 = std::clamp(want.x, 0, width - 1);
+  int const y0 = std::clamp(want.y, 0, height - 1);
+  int const x1 = std::clamp(want.x + want.width, x0 + 1, width);
+  int const y1 = std::clamp(want.y + want.height, y0 + 1, height);
+  int const imcu_width = info.max_h_samp_factor * info.min_DCT_scaled_size;
+  int const imcu_height = info.max_v_samp_factor * info.min_DCT_scaled_size;
+  bool const partial = partial_raw_decoding(info);
+  imcu_window window{0, static_cast<JDIMENSION>((y1 + imcu_height - 1) / imcu_height), 0,
+                     info.MCUs_per_row};
+  if (partial) {
+    window.first_row = static_cast<JDIMENSION>(y0 / imcu_height);
+    window.first_col = static_cast<JDIMENSION>(x0 / imcu_width);
+    window.end_col = static_cast<JDIMENSION>((x1 + imcu_width - 1) / imcu_width);
+  }
+  bool const to_end = state_->read_to_end;
+  if (!read_raw(info, state_->failure, layout, buffer.data(), window, partial, to_end)) {
     throw corrupt();
   }
-  state_->planar_rows = static_cast<int>(read);
+  // Without `partial`, reading to the end transformed every row.
+  JDIMENSION const end_row = to_end && !partial ? info.total_iMCU_rows : window.end_row;
+  auto const edge = [](JDIMENSION imcus, int size, int limit) {
+    return std::min(static_cast<int>(imcus) * size, limit);
+  };
+  pixel_rect decoded{edge(window.first_col, imcu_width, width),
+                     edge(window.first_row, imcu_height, height), 0, 0};
+  decoded.width = edge(window.end_col, imcu_width, width) - decoded.x;
+  decoded.height = edge(end_row, imcu_height, height) - decoded.y;
   auto const plane = [&](std::size_t c) {
     plane_view view = layout.planes[c];
     view.data = buffer.data() + layout.offset[c];
     return view;
   };
-  return {plane(0),
-          plane(1),
-          plane(2),
-          static_cast<int>(width),
-          static_cast<int>(height),
-          static_cast<int>(read)};
+  return {plane(0), plane(1), plane(2), width, height, decoded};
+}
+
+bool jpeg_reader::decodes_planes_in_part() const noexcept {
+  return partial_planes_built() && planar() && one_interleaved_huffman_scan(state_->info);
 }
 
 bool jpeg_reader::planes_copy_exactly() const noexcept {
@@ -458,8 +564,10 @@ bool jpeg_reader::planes_copy_exactly() const noexcept {
   auto const& info = state_->info;
   // The planes as the sizes set now lay them out (as decode_planes will: the same calculation).
   plane_layout const layout = layout_planes(info);
-  ycc_view const planes{layout.planes[0], layout.planes[1], layout.planes[2],
-                        static_cast<int>(info.output_width), static_cast<int>(info.output_height)};
+  auto const width = static_cast<int>(info.output_width);
+  auto const height = static_cast<int>(info.output_height);
+  ycc_view const planes{layout.planes[0], layout.planes[1],     layout.planes[2], width,
+                        height,           {0, 0, width, height}};
   bool const subsampled = planes.cb.x_step > 1 || planes.cb.y_step > 1;
   // libjpeg interpolates subsampled chroma ("fancy" upsampling) except at 1/8 of the size,
   // where it repeats the samples.

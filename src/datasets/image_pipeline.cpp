@@ -290,25 +290,24 @@ decoded_image decode_jpeg(std::span<unsigned char const> encoded, std::string co
   int const reduction = jpeg_reduction(o, box.width, box.height);
   if (reduction > 1) reader.set_reduction(reduction);
   d.area = scaled(box, d.source, {reader.decoded_width(), reader.decoded_height()});
-  // The planar path decodes every column, and every row (or, without check_whole_file, those
-  // down to the crop's last); the cropped one only the rows and columns the crop needs,
-  // but to RGB. The planar path is the quicker from about half the area on (planar_min_share):
-  // the entropy decoding, which no path avoids, weighs more than the rows a crop skips. A crop
-  // the output's size (a copy) takes it whenever its pixels are then exactly libjpeg's
-  // (copy_ycc_to_rgb): it converts only the crop's pixels, into the batch, and needs no buffer of
-  // RGB rows nor a copy out of it (docs/benchmarks/decode-runs/issue14g).
+  // The planar path decodes the iMCUs under the crop to YCbCr planes, where it can
+  // (decodes_planes_in_part: baseline JPEGs), else every column from the top; the cropped one
+  // the crop's rows and columns to RGB. Decoding in part, the planar path is the quicker for
+  // any crop (docs/benchmarks/decode-runs/issue14j/share); else from about half the area on
+  // (planar_min_share). A crop the output's size (a copy) takes it whenever its pixels are then
+  // exactly libjpeg's (copy_ycc_to_rgb): it converts only the crop's pixels, into the batch, and
+  // needs no buffer of RGB rows nor a copy out of it (docs/benchmarks/decode-runs/issue14g).
   double const covered = d.area.width * d.area.height /
                          (static_cast<double>(reader.decoded_width()) * reader.decoded_height());
   bool const copy = is_copy(d.area, o.width, o.height);
-  bool const planar =
-      o.planar_decoding && reader.planar() &&
-      (copy ? reader.planes_copy_exactly() : covered >= planar_min_share || !o.cropped_decoding);
+  bool const planar = o.planar_decoding && reader.planar() &&
+                      (copy ? reader.planes_copy_exactly()
+                            : reader.decodes_planes_in_part() || covered >= planar_min_share ||
+                                  !o.cropped_decoding);
   if (planar) {
-    // A copy needs one row more: the chroma row below its last is the upsampling's context.
-    int const rows = static_cast<int>(std::ceil(d.area.y + d.area.height)) + (copy ? 1 : 0);
-    d.ycc = reader.decode_planes(planes, rows);
-    d.decoded_pixels =
-        static_cast<std::uint64_t>(d.ycc->width) * static_cast<std::uint64_t>(reader.planar_rows());
+    d.ycc = reader.decode_planes(planes, planes_read(d.area, o.width, o.height));
+    d.decoded_pixels = static_cast<std::uint64_t>(d.ycc->decoded.width) *
+                       static_cast<std::uint64_t>(d.ycc->decoded.height);
     return d;
   }
   pixel_rect want{0, 0, reader.decoded_width(), reader.decoded_height()};
@@ -382,7 +381,8 @@ void image_pipeline::transform(std::span<unsigned char const> encoded, std::stri
     apply_jitter(o.jitter, out, o.height, o.width, rng);
     counters_->record(
         started, decoded_at, resized_at, stage_clock::now(), d.decoded_pixels,
-        static_cast<std::uint64_t>(d.source.width) * static_cast<std::uint64_t>(d.source.height));
+        static_cast<std::uint64_t>(d.source.width) * static_cast<std::uint64_t>(d.source.height),
+        d.ycc.has_value());
   } catch (cv::Exception const& e) {
     throw file_error(name, std::string{"OpenCV could not decode it: "} + e.what());
   }
@@ -398,8 +398,8 @@ void image_stage_counters::record_read(stage_clock::duration elapsed) noexcept {
 
 void image_stage_counters::record(stage_clock::time_point start, stage_clock::time_point decoded,
                                   stage_clock::time_point resized, stage_clock::time_point done,
-                                  std::uint64_t decoded_pixels,
-                                  std::uint64_t source_pixels) noexcept {
+                                  std::uint64_t decoded_pixels, std::uint64_t source_pixels,
+                                  bool planar) noexcept {
   auto const ns = [](stage_clock::duration d) { return static_cast<std::uint64_t>(d.count()); };
   images_.fetch_add(1, std::memory_order_relaxed);
   decode_ns_.fetch_add(ns(decoded - start), std::memory_order_relaxed);
@@ -407,6 +407,7 @@ void image_stage_counters::record(stage_clock::time_point start, stage_clock::ti
   jitter_ns_.fetch_add(ns(done - resized), std::memory_order_relaxed);
   decoded_pixels_.fetch_add(decoded_pixels, std::memory_order_relaxed);
   source_pixels_.fetch_add(source_pixels, std::memory_order_relaxed);
+  if (planar) planar_images_.fetch_add(1, std::memory_order_relaxed);
 }
 
 image_stage_times image_stage_counters::totals() const noexcept {
@@ -421,7 +422,8 @@ image_stage_times image_stage_counters::totals() const noexcept {
           .resize_s = seconds(resize_ns_),
           .jitter_s = seconds(jitter_ns_),
           .decoded_pixels = decoded_pixels_.load(std::memory_order_relaxed),
-          .source_pixels = source_pixels_.load(std::memory_order_relaxed)};
+          .source_pixels = source_pixels_.load(std::memory_order_relaxed),
+          .planar_images = planar_images_.load(std::memory_order_relaxed)};
 }
 
 sample_spec labelled_image_spec(image_pipeline const& pipeline) {

@@ -862,6 +862,24 @@ void rgbx_row_to_rgb(std::uint8_t const* rgbx, int width, bool mirror, std::uint
   active().copy_row(rgbx, width, mirror, rgb);
 }
 
+bool samples_decoded(plane_view const& plane, pixel_rect const& decoded, int x0, int y0, int x1,
+                     int y1) noexcept {
+  int const end_col =
+      std::min((decoded.x + decoded.width + plane.x_step - 1) / plane.x_step, plane.width);
+  int const end_row =
+      std::min((decoded.y + decoded.height + plane.y_step - 1) / plane.y_step, plane.height);
+  return x0 >= decoded.x / plane.x_step && y0 >= decoded.y / plane.y_step && x1 <= end_col &&
+         y1 <= end_row;
+}
+
+pixel_rect planes_read(crop_area const& area, int out_width, int out_height) noexcept {
+  int const margin = is_copy(area, out_width, out_height) ? 2 : 0;
+  int const x0 = floor_int(area.x) - margin;
+  int const y0 = floor_int(area.y) - margin;
+  return {x0, y0, static_cast<int>(std::ceil(area.x + area.width)) + margin - x0,
+          static_cast<int>(std::ceil(area.y + area.height)) + margin - y0};
+}
+
 bool is_copy(crop_area const& area, int out_width, int out_height) noexcept {
   return area.x == std::floor(area.x) && area.y == std::floor(area.y) && area.width == out_width &&
          area.height == out_height;
@@ -886,11 +904,16 @@ void resize_ycc_to_rgb(ycc_view const& source, crop_area const& area, std::span<
   plane_view const& y_plane = source.y;
   sample_window const yw = prepare(area, y_plane.width, y_plane.height, y_plane.x_step,
                                    y_plane.y_step, out_width, out_height, luma_v, luma_h);
+  sample_window const cw = prepare(area, source.cb.width, source.cb.height, source.cb.x_step,
+                                   source.cb.y_step, out_width, out_height, chroma_v, chroma_h);
+  auto const decoded = [&](plane_view const& p, sample_window const& w) {
+    return samples_decoded(p, source.decoded, w.x0, w.y0, w.x0 + w.cols, w.y0 + w.rows);
+  };
+  GPUFEED_EXPECTS(decoded(y_plane, yw) && decoded(source.cb, cw),
+                  "resize_ycc_to_rgb: the crop reads samples outside those decoded");
   std::int16_t const* const y =
       filter_window<1>(start(y_plane, yw), y_plane.stride, yw, luma_v, luma_h, out_width,
                        out_height, mirror, turned, luma);
-  sample_window const cw = prepare(area, source.cb.width, source.cb.height, source.cb.x_step,
-                                   source.cb.y_step, out_width, out_height, chroma_v, chroma_h);
   std::int16_t const* const cb =
       filter_window<1>(start(source.cb, cw), source.cb.stride, cw, chroma_v, chroma_h, out_width,
                        out_height, mirror, turned, blue);

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpufeed/detail/image_resize.hpp"
@@ -61,10 +62,13 @@ chroma_source chroma_rows(plane_view const& p, int row) noexcept {
   return {at(here), at(other), p.width, p.x_step, p.y_step};
 }
 
-// The last chroma row that the image's rows before `end` read (their far rows included).
-int last_chroma_row(plane_view const& p, int end) noexcept {
-  int const last = end - 1;
-  return p.y_step == 2 ? std::min(last / 2 + last % 2, p.height - 1) : last;
+// The samples [first, second) of a plane's axis of `size` samples, each `step` pixels, that the
+// pixels [from, to) read: each pixel its own sample and, when subsampled, the neighbour on its
+// side (the one before for an even pixel, after for an odd one; none beyond the plane's edges).
+std::pair<int, int> samples_read(int from, int to, int step, int size) noexcept {
+  if (step == 1) return {from, to};
+  int const last = to - 1;
+  return {std::max(from / 2 - (from % 2 == 0 ? 1 : 0), 0), std::min(last / 2 + last % 2 + 1, size)};
 }
 
 // Vertically 3/4 of the nearer sample and 1/4 of the other (h2v2), or the sample (h2v1).
@@ -280,15 +284,19 @@ void copy_ycc_to_rgb(ycc_view const& source, int x, int y, std::span<std::uint8_
       "copy_ycc_to_rgb: the area " + std::to_string(out_width) + "x" + std::to_string(out_height) +
           " at " + std::to_string(x) + "," + std::to_string(y) + " is not inside the " +
           std::to_string(source.width) + "x" + std::to_string(source.height) + " image");
-  int const end = y + out_height;
-  auto const decoded_chroma = [&](plane_view const& p) {
-    return (source.decoded_rows + p.y_step - 1) / p.y_step;
-  };
-  GPUFEED_EXPECTS(
-      end <= source.decoded_rows && last_chroma_row(source.cb, end) < decoded_chroma(source.cb),
-      "copy_ycc_to_rgb: rows up to " + std::to_string(end) +
-          " and their chroma context are needed; " + std::to_string(source.decoded_rows) +
-          " were decoded");
+  auto const [chroma_x0, chroma_x1] =
+      samples_read(x, x + out_width, source.cb.x_step, source.cb.width);
+  auto const [chroma_y0, chroma_y1] =
+      samples_read(y, y + out_height, source.cb.y_step, source.cb.height);
+  auto const& d = source.decoded;
+  GPUFEED_EXPECTS(samples_decoded(source.y, d, x, y, x + out_width, y + out_height) &&
+                      samples_decoded(source.cb, d, chroma_x0, chroma_y0, chroma_x1, chroma_y1),
+                  "copy_ycc_to_rgb: the area " + std::to_string(out_width) + "x" +
+                      std::to_string(out_height) + " at " + std::to_string(x) + "," +
+                      std::to_string(y) +
+                      " and its chroma context need samples outside those decoded (" +
+                      std::to_string(d.width) + "x" + std::to_string(d.height) + " at " +
+                      std::to_string(d.x) + "," + std::to_string(d.y) + ")");
 #if defined(GPUFEED_YCC_COPY_AVX2)
   bool const fast = avx2_kernels_in_use();
   thread_local row_scratch scratch;

@@ -65,11 +65,13 @@ struct image_options {
   /// Decode (inverse DCT, upsampling, colour conversion) only the rows and columns of a JPEG
   /// that the crop needs; the pixels inside the crop are those of a whole decode.
   bool cropped_decoding = true;
-  /// Where the crop is resampled anyway and covers half the image or more (of its area; or any
-  /// part without cropped_decoding), decode a YCbCr JPEG to its planes (no upsampling or colour
-  /// conversion in libjpeg), resample each at its own resolution and convert to RGB at the
+  /// Where the crop is resampled anyway, decode a YCbCr JPEG to its planes (no upsampling or
+  /// colour conversion in libjpeg), resample each at its own resolution and convert to RGB at the
   /// output size: faster, with chroma that differs from a full RGB decode's by under a grey
-  /// level on average (more at sharp colour edges). Smaller crops take cropped_decoding. A crop
+  /// level on average (more at sharp colour edges). A baseline JPEG's planes are decoded only in
+  /// the blocks under the crop, whatever its size; a progressive JPEG's whole, so only crops
+  /// covering half its area or more (any part without cropped_decoding) take this path, the
+  /// smaller ones cropped_decoding's. A crop
   /// that is a plain copy (the output's size, whole pixels) is decoded to its planes too and
   /// converted with libjpeg's own upsampling and colour arithmetic: the same pixels as the RGB
   /// decode, with less work.
@@ -97,6 +99,7 @@ struct image_stage_times {
   double jitter_s = 0;               ///< colour jitter
   std::uint64_t decoded_pixels = 0;  ///< pixels decoded (after DCT scaling and cropping)
   std::uint64_t source_pixels = 0;   ///< the same images' pixels at full size
+  std::uint64_t planar_images = 0;   ///< images decoded to YCbCr planes (planar_decoding)
 };
 
 /// @brief One image of an image dataset: its path and its label.

@@ -36,7 +36,12 @@ void read_file(std::string const& path, std::vector<unsigned char>& buffer);
                                  double crop_height) noexcept;
 
 /// @brief The share of the (DCT-scaled) image a crop must cover for the planar decode
-/// (`image_options::planar_decoding`); smaller crops are decoded cropped, to RGB. Measured with
+/// (`image_options::planar_decoding`) of a JPEG whose planes are decoded whole (progressive, or
+/// built without libjpeg-turbo's internal header: not jpeg_reader::decodes_planes_in_part());
+/// smaller crops of those are decoded cropped, to RGB. Baseline JPEGs take the planar path
+/// whatever the share: decoding only the iMCUs under the crop, it was 2-9 % quicker than the
+/// cropped RGB path with this threshold, at no share slower (issue 14's tenth round,
+/// docs/benchmarks/decode-runs/issue14j/share). Measured before that, with
 /// `gpufeed-bench decode` and the Python image benchmark on 400-500 px JPEGs to 224 px: at the
 /// 64 % of Resize(256) + CenterCrop(224) the planar path costs about 12 % less CPU per image
 /// (all rows and columns, but no chroma upsampling or colour conversion at full size, and a
@@ -53,10 +58,11 @@ class image_stage_counters {
   /// @brief Adds the time one file took to read.
   void record_read(stage_clock::duration elapsed) noexcept;
   /// @brief Adds one image: decode from `start` to `decoded`, crop/resize/flip to `resized`,
-  /// jitter to `done`; the pixels it decoded and the pixels of its full size.
+  /// jitter to `done`; the pixels it decoded and the pixels of its full size; whether it was
+  /// decoded to planes.
   void record(stage_clock::time_point start, stage_clock::time_point decoded,
               stage_clock::time_point resized, stage_clock::time_point done,
-              std::uint64_t decoded_pixels, std::uint64_t source_pixels) noexcept;
+              std::uint64_t decoded_pixels, std::uint64_t source_pixels, bool planar) noexcept;
   [[nodiscard]] image_stage_times totals() const noexcept;
 
  private:
@@ -67,6 +73,7 @@ class image_stage_counters {
   std::atomic<std::uint64_t> jitter_ns_{0};
   std::atomic<std::uint64_t> decoded_pixels_{0};
   std::atomic<std::uint64_t> source_pixels_{0};
+  std::atomic<std::uint64_t> planar_images_{0};
 };
 
 /// @brief Decodes an image by its content and writes it, cropped, scaled and augmented as the

@@ -52,16 +52,30 @@ struct plane_view {
   int y_step = 1;
 };
 
-/// @brief The Y, Cb and Cr planes of an image of `width` x `height` pixels, of which the rows
-/// [0, `decoded_rows`) were decoded (in every plane, the samples covering them).
+/// @brief A rectangle of pixels: [x, x + width) x [y, y + height).
+struct pixel_rect {
+  int x = 0;
+  int y = 0;
+  int width = 0;
+  int height = 0;
+};
+
+/// @brief The Y, Cb and Cr planes of an image of `width` x `height` pixels, of which the pixels
+/// `decoded` were decoded (in every plane, the samples covering them); the other samples hold
+/// whatever the buffer held.
 struct ycc_view {
   plane_view y;
   plane_view cb;
   plane_view cr;
   int width = 0;
   int height = 0;
-  int decoded_rows = 0;
+  pixel_rect decoded;
 };
+
+/// @brief Whether `plane`'s samples [x0, x1) x [y0, y1) were all decoded: they lie inside the
+/// samples covering the pixels `decoded`.
+[[nodiscard]] bool samples_decoded(plane_view const& plane, pixel_rect const& decoded, int x0,
+                                   int y0, int x1, int y1) noexcept;
 
 /// @brief A crop of a `rgbx_view`, in its pixels; it may start and end between pixels.
 struct crop_area {
@@ -103,9 +117,10 @@ bool use_portable_resize(bool portable) noexcept;
 /// the image's edges repeated; jdcolor.c's integer YCbCr -> RGB), for JPEGs libjpeg upsamples so
 /// (do_fancy_upsampling, the default, at every DCT scale but 1/8). Where no resampling is asked
 /// this is the planar path's whole work: one pass per output row, no intermediate image. The
-/// planes must hold the rows the area covers and, for chroma subsampled vertically, the chroma
-/// row below its last (the upsampling's context). AVX2 where the CPU has it, the same integers
-/// in plain C++ elsewhere. @throws logic_error for an area outside the image or the rows decoded.
+/// planes must hold the samples the area covers and, for subsampled chroma, the chroma
+/// samples beside the area (the upsampling's context; planes_read says which pixels). AVX2
+/// where the CPU has it, the same integers in plain C++ elsewhere. @throws logic_error for an
+/// area outside the image or reading samples outside those decoded.
 void copy_ycc_to_rgb(ycc_view const& source, int x, int y, std::span<std::uint8_t> out,
                      int out_width, int out_height, bool mirror);
 
@@ -123,7 +138,15 @@ void rgbx_row_to_rgb(std::uint8_t const* rgbx, int width, bool mirror, std::uint
 /// resampled the same way by how libjpeg's upsampling interpolates it: a grey level or two on
 /// average, more at sharp colour edges (tests/image_decode_test.cpp measures it). A copy (see
 /// is_copy) of planes ycc_copy_supported takes is copy_ycc_to_rgb: libjpeg's own pixels.
+/// @throws logic_error for an area outside the image or one that reads samples outside those
+/// decoded.
 void resize_ycc_to_rgb(ycc_view const& source, crop_area const& area, std::span<std::uint8_t> out,
                        int out_width, int out_height, bool mirror);
+
+/// @brief The pixels whose plane samples resize_ycc_to_rgb reads for `area` to `out_width` x
+/// `out_height`: the whole pixels `area` touches, and for a copy two more on each side (the
+/// chroma samples beside them, which copy_ycc_to_rgb's upsampling reads); what decode_planes
+/// must decode. Not clamped to the image.
+[[nodiscard]] pixel_rect planes_read(crop_area const& area, int out_width, int out_height) noexcept;
 
 }  // namespace gpufeed::detail

@@ -25,13 +25,10 @@ namespace gpufeed::detail {
 /// @brief Whether `bytes` start with the PNG signature (89 50 4E 47 0D 0A 1A 0A).
 [[nodiscard]] bool looks_like_png(std::span<unsigned char const> bytes) noexcept;
 
-/// @brief A rectangle of pixels: [x, x + width) x [y, y + height).
-struct pixel_rect {
-  int x = 0;
-  int y = 0;
-  int width = 0;
-  int height = 0;
-};
+/// @brief Whether this build decodes the planes of a baseline JPEG in part (libjpeg-turbo's
+/// internal header was found): jpeg_reader::decode_planes then transforms only the iMCUs under
+/// the rectangle it is given.
+[[nodiscard]] bool partial_planes_built() noexcept;
 
 /// @brief One JPEG being decoded: its header is read at construction; `decode` writes RGBX
 /// pixels (colour and grey as `cv::imdecode` with `IMREAD_COLOR | IMREAD_IGNORE_ORIENTATION`
@@ -91,18 +88,26 @@ class jpeg_reader {
   /// subsampled by 1 or 2 in each direction (4:4:4, 4:2:2, 4:4:0, 4:2:0), 8 bits.
   [[nodiscard]] bool planar() const noexcept;
   /// @brief Decodes the image, at the reduction set, to its Y, Cb and Cr planes as the file
-  /// stores them (no upsampling, no colour conversion) into `buffer`: every row, or, after
-  /// set_read_to_end(false), the iMCU rows that cover the decoded image's rows [0, `rows`) of
-  /// every plane (the samples below them are left as `buffer` held them). Call once, instead of
+  /// stores them (no upsampling, no colour conversion) into `buffer`, laid out as the whole
+  /// image's planes: at least the samples covering `want` (decoded pixels, clamped to the
+  /// decoded image), in whole iMCUs (16 x 16 pixels for 4:2:0 at full size); the view's
+  /// `decoded` says which. The other samples are left as `buffer` held them.
+  ///
+  /// A baseline JPEG (one interleaved scan, Huffman-coded; nearly all) is transformed only in
+  /// the iMCU rows and columns covering `want`: the rows above and, with set_read_to_end (the
+  /// default), below are entropy-decoded only, which still reports damage there. Other JPEGs,
+  /// or a libjpeg without libjpeg-turbo's internal header, are decoded in every column from the
+  /// first row down to `want`'s last (to the end with set_read_to_end). Call once, instead of
   /// decode, and only when planar().
   /// @throws file_error as decode does.
-  [[nodiscard]] ycc_view decode_planes(std::vector<std::uint8_t>& buffer, int rows);
+  [[nodiscard]] ycc_view decode_planes(std::vector<std::uint8_t>& buffer, pixel_rect want);
+  /// @brief Whether decode_planes transforms only the iMCUs under its `want` in this JPEG: a
+  /// planar() baseline JPEG, where partial_planes_built().
+  [[nodiscard]] bool decodes_planes_in_part() const noexcept;
   /// @brief Whether copy_ycc_to_rgb turns this JPEG's planes, at the reduction set, into exactly
   /// the pixels decode gives: planar(), a chroma sampling copy_ycc_to_rgb takes, and libjpeg's
   /// interpolating upsampling in use (every reduction but 8, for subsampled chroma).
   [[nodiscard]] bool planes_copy_exactly() const noexcept;
-  /// @brief The decoded image's rows decode_planes decoded (all, unless it stopped early).
-  [[nodiscard]] int planar_rows() const noexcept;
 
  private:
   // libjpeg's message as the error to throw.
