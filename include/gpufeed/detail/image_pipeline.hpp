@@ -39,8 +39,8 @@ void read_file(std::string const& path, std::vector<unsigned char>& buffer);
 /// (`image_options::planar_decoding`) of a JPEG whose planes are decoded whole (progressive, or
 /// built without libjpeg-turbo's internal header: not jpeg_reader::decodes_planes_in_part());
 /// smaller crops of those are decoded cropped, to RGB. Baseline JPEGs take the planar path
-/// whatever the share: decoding only the iMCUs under the crop, it was 2-9 % quicker than the
-/// cropped RGB path with this threshold, at no share slower (issue 14's tenth round,
+/// whatever the share: decoding only the iMCUs under the crop, RandomResizedCrop to 224 gave
+/// 2.5-9 % more images/s than with this threshold, to 112 0.997-1.035 (issue 14's tenth round,
 /// docs/benchmarks/decode-runs/issue14j/share). Measured before that, with
 /// `gpufeed-bench decode` and the Python image benchmark on 400-500 px JPEGs to 224 px: at the
 /// 64 % of Resize(256) + CenterCrop(224) the planar path costs about 12 % less CPU per image

@@ -1,7 +1,11 @@
 """planar_min_share trial: per set, case and threshold, the ratio to the decode limit (median
 of its runs and spread), decode and resize us per image, and images/s over the 0.5 binary's
-run next to it in the same round (median of those pairs)."""
-import glob, json, re, statistics
+run next to it in the same round (median of those pairs).
+
+Usage: python3 summarize.py [ROUND] -- ROUND: runs per round (8 here, the default; 6 in
+issue14j/share)."""
+import glob, json, re, statistics, sys
+round_length = int(sys.argv[1]) if len(sys.argv) > 1 else 8
 rows = {}
 for f in glob.glob('*-*-*.json'):
     m = re.match(r'(generated|photos)-(\d+)-([\d.]+)\.json', f)
@@ -18,11 +22,11 @@ for (s, case), byv in sorted(rows.items()):
     for v in sorted(byv, key=float):
         d = byv[v]
         med = lambda i: statistics.median(t[i] for t in d.values())
-        # pair each run with the 0.5 run of the same block of 8 (rounds are 8 runs long)
+        # pair each run with the 0.5 run of the same round
         pairs = []
         for n, t in d.items():
-            block = (n - 1) // 8
-            cands = [m for m in base if (m - 1) // 8 == block]
+            block = (n - 1) // round_length
+            cands = [m for m in base if (m - 1) // round_length == block]
             if cands:
                 m = min(cands, key=lambda m: abs(m - n))
                 pairs.append(t[3] / base[m][3])
