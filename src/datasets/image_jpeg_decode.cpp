@@ -3,8 +3,10 @@
 
 #include <jpeglib.h>
 // libjpeg-turbo's internal header: what decode_planes needs to skip rows and columns in raw mode
-// (partial_raw_decoding below). Without it every column is decoded.
-#if defined(LIBJPEG_TURBO_VERSION_NUMBER) && __has_include(<jpegint.h>)
+// (partial_raw_decoding below), as the internal structs are laid out since 2.1 (the master's
+// last_good_iMCU_row). Without it every column is decoded.
+#if defined(LIBJPEG_TURBO_VERSION_NUMBER) && LIBJPEG_TURBO_VERSION_NUMBER >= 2001000 && \
+    __has_include(<jpegint.h>)
 #include <jpegint.h>
 #define GPUFEED_JPEG_PARTIAL_RAW 1
 #endif
