@@ -142,7 +142,8 @@ std::vector<bool> whole_file_checks(std::string const& setting) {
 
 // One pipeline's measurements over the repeats of a case, each against that repeat's limit.
 struct pipeline_samples {
-  std::vector<double> rates, ratios, read_us, decode_us, resize_us, busy, decoded_share;
+  std::vector<double> rates, ratios, read_us, decode_us, resize_us, busy, decoded_share,
+      planar_share;
 
   void add(pipeline_run const& run, double limit_rate) {
     double const rate = static_cast<double>(run.delivered.samples) / run.seconds;
@@ -155,6 +156,9 @@ struct pipeline_samples {
     decoded_share.push_back(
         ratio_or_zero(static_cast<double>(run.after.decoded_pixels - run.before.decoded_pixels),
                       static_cast<double>(run.after.source_pixels - run.before.source_pixels)));
+    planar_share.push_back(
+        ratio_or_zero(static_cast<double>(run.after.planar_images - run.before.planar_images),
+                      static_cast<double>(images)));
     busy.push_back(run.stats.worker_busy_fraction());
   }
 };
@@ -233,8 +237,9 @@ CLI::App* add_decode_command(CLI::App& app, decode_config& config) {
       "scale that covers the output, and resizes into the batch. "
       "ratio = median over pairs of pipeline images/s / limit images/s; goals: whole >= 0.9, the "
       "others >= 1.0, for each pipeline --check-whole-file runs (with both, the stopping one's "
-      "row also has its median of paired ratios to the checked one). Per-image stage times come "
-      "from image_folder::stage_times().");
+      "row also has its median of paired ratios to the checked one). Per-image stage times, the "
+      "share of pixels decoded and the share of images decoded to planes (planar_image_share) "
+      "come from image_folder::stage_times().");
   return command;
 }
 
@@ -331,6 +336,7 @@ report run_decode(decode_config const& config, std::ostream& progress) {
                      {"decode_us_per_image", median(s.decode_us)},
                      {"resize_us_per_image", median(s.resize_us)},
                      {"decoded_pixel_share", median(s.decoded_share)},
+                     {"planar_image_share", median(s.planar_share)},
                      {"worker_read_fraction", median(s.busy)}};
       if (!checks[v] && v > 0) {  // against the checked pipeline of the same repeats
         std::vector<double> over_checked;
