@@ -320,10 +320,7 @@ struct resize_case {
   int ow = 0;
   int oh = 0;
   bool mirror = false;
-  [[nodiscard]] gpufeed::detail::crop_area area() const {
-    return {static_cast<double>(x), static_cast<double>(y), static_cast<double>(w),
-            static_cast<double>(h)};
-  }
+  [[nodiscard]] gpufeed::detail::crop_area area() const { return area_of({x, y, w, h}); }
   [[nodiscard]] std::string what() const {
     return "crop " + std::to_string(x) + "," + std::to_string(y) + " " + std::to_string(w) + "x" +
            std::to_string(h) + " -> " + std::to_string(ow) + "x" + std::to_string(oh) +

@@ -291,7 +291,7 @@ bool one_interleaved_huffman_scan(jpeg_state const& info) noexcept {
 // jpeg_start_decompress.
 bool partial_raw_decoding(jpeg_state const& info) noexcept {
 #if defined(GPUFEED_JPEG_PARTIAL_RAW)
-  return info.raw_data_out != FALSE && one_interleaved_huffman_scan(info) &&
+  return one_interleaved_huffman_scan(info) &&
          // What jpeg_start_decompress set (master_selection): a layout of the internal structs
          // other than the header's fails this and decodes every column.
          info.master->first_iMCU_col == 0 && info.master->last_iMCU_col + 1 == info.MCUs_per_row;
@@ -326,9 +326,9 @@ void skip_imcu_rows(jpeg_state& info, JDIMENSION count, JDIMENSION lines) {
 
 // Reads the iMCU rows and columns of `window` into `pixels` (laid out as `layout` says, the whole
 // image's planes); the rows above the window are entropy-decoded only. Then, when `to_end`, reads
-// on to the end of the image, so that damage anywhere is reported (entropy-decoded only when
-// `partial`, else transformed into the planes); else stops. `partial`: partial_raw_decoding();
-// without it the window must start at row 0 and span every column.
+// the rows below it, entropy-decoded only, so that damage anywhere is reported; else stops.
+// `partial`: partial_raw_decoding(); without it the window must start at row 0, span every
+// column, and with `to_end` reach the last row.
 bool read_raw(jpeg_state& info, jpeg_failure& failure, plane_layout const& layout,
               unsigned char* pixels, imcu_window const& window, bool partial,
               bool to_end) noexcept {
@@ -350,8 +350,7 @@ bool read_raw(jpeg_state& info, jpeg_failure& failure, plane_layout const& layou
     }
     skip_imcu_rows(info, window.first_row, lines);
   }
-  JDIMENSION const end = to_end && !partial ? info.total_iMCU_rows : window.end_row;
-  for (JDIMENSION imcu = window.first_row; imcu < end; ++imcu) {
+  for (JDIMENSION imcu = window.first_row; imcu < window.end_row; ++imcu) {
     for (std::size_t c = 0; c < 3; ++c) {
       auto const n = static_cast<std::size_t>(layout.rows_per_call[c]);
       for (std::size_t r = 0; r < n; ++r) {
@@ -529,26 +528,27 @@ ycc_view jpeg_reader::decode_planes(std::vector<std::uint8_t>& buffer, pixel_rec
   int const imcu_width = info.max_h_samp_factor * info.min_DCT_scaled_size;
   int const imcu_height = info.max_v_samp_factor * info.min_DCT_scaled_size;
   bool const partial = partial_raw_decoding(info);
+  bool const to_end = state_->read_to_end;
+  // Without `partial`: every column, from the top, and every row when reading to the end.
   imcu_window window{0, static_cast<JDIMENSION>((y1 + imcu_height - 1) / imcu_height), 0,
                      info.MCUs_per_row};
   if (partial) {
     window.first_row = static_cast<JDIMENSION>(y0 / imcu_height);
     window.first_col = static_cast<JDIMENSION>(x0 / imcu_width);
     window.end_col = static_cast<JDIMENSION>((x1 + imcu_width - 1) / imcu_width);
+  } else if (to_end) {
+    window.end_row = info.total_iMCU_rows;
   }
-  bool const to_end = state_->read_to_end;
   if (!read_raw(info, state_->failure, layout, buffer.data(), window, partial, to_end)) {
     throw corrupt();
   }
-  // Without `partial`, reading to the end transformed every row.
-  JDIMENSION const end_row = to_end && !partial ? info.total_iMCU_rows : window.end_row;
   auto const edge = [](JDIMENSION imcus, int size, int limit) {
     return std::min(static_cast<int>(imcus) * size, limit);
   };
   pixel_rect decoded{edge(window.first_col, imcu_width, width),
                      edge(window.first_row, imcu_height, height), 0, 0};
   decoded.width = edge(window.end_col, imcu_width, width) - decoded.x;
-  decoded.height = edge(end_row, imcu_height, height) - decoded.y;
+  decoded.height = edge(window.end_row, imcu_height, height) - decoded.y;
   auto const plane = [&](std::size_t c) {
     plane_view view = layout.planes[c];
     view.data = buffer.data() + layout.offset[c];

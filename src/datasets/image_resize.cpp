@@ -364,11 +364,16 @@ template <class In, std::size_t... K>
   return acc;
 }
 
-// The rows j .. j + Block - 1 of a pass with Taps taps, in slot order: slot s is the s-th output
-// column from the left, row j + s, or j + Block - 1 - s when mirrored. For each, its taps' first
-// input row, its weights broadcast, and the tap that holds all the weight where one does (a
-// copy: enlarging by a ratio such as 5/7 makes every seventh row one), so that a turned block
-// keeps its copied rows instead of giving the block up.
+// The pass row in slot `slot` of a turned block of `block` rows from row j: slot s is the s-th
+// output column from the left, row j + s, or j + block - 1 - s when mirrored.
+constexpr std::size_t slot_row(int j, std::size_t slot, std::size_t block, bool mirror) noexcept {
+  return static_cast<std::size_t>(j) + (mirror ? block - 1 - slot : slot);
+}
+
+// The rows j .. j + Block - 1 of a pass with Taps taps, in slot order (slot_row). For each, its
+// taps' first input row, its weights broadcast, and the tap that holds all the weight where one
+// does (a copy: enlarging by a ratio such as 5/7 makes every seventh row one), so that a turned
+// block keeps its copied rows instead of giving the block up.
 template <std::size_t Block, std::size_t Taps, class In>
 struct block_rows {
   In const* first[Block];
@@ -378,7 +383,7 @@ struct block_rows {
   [[gnu::target("avx2")]] block_rows(In const* in, std::size_t in_stride, axis_taps const& taps,
                                      int j, bool mirror) noexcept {
     for (std::size_t slot = 0; slot < Block; ++slot) {
-      std::size_t const row = static_cast<std::size_t>(j) + (mirror ? Block - 1 - slot : slot);
+      std::size_t const row = slot_row(j, slot, Block, mirror);
       first[slot] = in + static_cast<std::size_t>(taps.first[row]) * in_stride;
       std::int16_t const* const w = taps.weights.data() + row * Taps;
       copy[slot] = -1;
@@ -506,7 +511,7 @@ template <class In>
   In const* first[block];
   std::int16_t const* weights[block];
   for (std::size_t slot = 0; slot < block; ++slot) {
-    std::size_t const row = static_cast<std::size_t>(j) + (out.mirror ? block - 1 - slot : slot);
+    std::size_t const row = slot_row(j, slot, block, out.mirror);
     first[slot] = in + static_cast<std::size_t>(taps.first[row]) * in_stride;
     weights[slot] = taps.weights.data() + row * n;
   }

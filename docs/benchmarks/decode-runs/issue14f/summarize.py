@@ -1,24 +1,17 @@
 """Summarizes issue14f's ABBA runs: per case, the ratio to the decode limit (median over each
 binary's 4 runs), decode and resize us per image, and new/main images/s paired run by run; then
 the resize micro-benchmark's medians, new/main paired."""
+import os
 import glob
 import json
 import re
 import statistics
+import sys
 
-rows = {}
-for f in sorted(glob.glob('*-*-*.json')):
-    m = re.match(r'(generated|photos)-(\d+)-(main|new)\.json', f)
-    if not m:
-        continue
-    s, n, b = m.group(1), int(m.group(2)), m.group(3)
-    for r in json.load(open(f))['results']:
-        x = r['details']
-        if 'case' not in x:
-            continue
-        key = (s, r['loader'].replace('gpufeed image_folder: ', ''))
-        rows.setdefault(key, {}).setdefault(b, {})[n] = (
-            r['ratio'], x['decode_us_per_image'], x['resize_us_per_image'], r['samples_per_s'])
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+from runs import pipeline_rows  # noqa: E402
+
+rows, runs = pipeline_rows('main|new', 'generated|photos')
 # ABBA order main new new main main new new main: pairs (1,2) (3,4) (5,6) (7,8)
 pairs = [(1, 2), (4, 3), (5, 6), (8, 7)]  # (main run, new run)
 for (s, case), v in rows.items():

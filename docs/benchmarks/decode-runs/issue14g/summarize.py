@@ -2,34 +2,16 @@
 over its runs, and the runs' spread), decode and resize (here: copy) us per image, and new/main
 images/s paired run by run (ABBA: pairs (1,2) (4,3) (5,6) (8,7) ...); then the copy kernel's
 micro-benchmark."""
-import glob
+import os
 import json
-import re
 import statistics
+import sys
 
-rows = {}
-runs = {}
-for f in sorted(glob.glob('*-*-*.json')):
-    m = re.match(r'(generated|photos)-(\d+)-(main|new)\.json', f)
-    if not m:
-        continue
-    s, n, b = m.group(1), int(m.group(2)), m.group(3)
-    runs.setdefault(s, set()).add(n)
-    for r in json.load(open(f))['results']:
-        x = r['details']
-        if 'case' not in x:
-            continue
-        key = (s, r['loader'].replace('gpufeed image_folder: ', ''))
-        rows.setdefault(key, {}).setdefault(b, {})[n] = (
-            r['ratio'], x['decode_us_per_image'], x['resize_us_per_image'], r['samples_per_s'])
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+from runs import abba_pairs, pipeline_rows  # noqa: E402
 
+rows, runs = pipeline_rows('main|new', 'generated|photos')
 
-def abba_pairs(count):
-    """(main run, new run) in the order main new new main, repeated."""
-    out = []
-    for start in range(1, count + 1, 4):
-        out += [(start, start + 1), (start + 3, start + 2)]
-    return out
 
 
 for (s, case), v in rows.items():

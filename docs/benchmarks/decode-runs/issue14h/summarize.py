@@ -1,34 +1,20 @@
 """Summarizes issue14h's ABBA runs: per case, each setting's ratio to the decode limit (median
 over its runs, and the runs' spread), decode and resize us per image, and fast/accurate
 images/s paired run by run (ABBA: pairs (1,2) (4,3) (5,6) (8,7))."""
-import glob
-import json
-import re
+import os
 import statistics
+import sys
 
-rows = {}
-runs = {}
-for f in sorted(glob.glob('*-*-*.json')):
-    m = re.match(r'(generated|photos)-(\d+)-(accurate|fast)\.json', f)
-    if not m:
-        continue
-    s, n, b = m.group(1), int(m.group(2)), m.group(3)
-    runs.setdefault(s, set()).add(n)
-    for r in json.load(open(f))['results']:
-        x = r['details']
-        if 'case' not in x:
-            continue
-        key = (s, r['loader'].replace('gpufeed image_folder: ', '').replace(', fast_dct)', ')').replace(' (fast_dct)', ''))
-        rows.setdefault(key, {}).setdefault(b, {})[n] = (
-            r['ratio'], x['decode_us_per_image'], x['resize_us_per_image'], r['samples_per_s'])
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+from runs import abba_pairs, pipeline_rows  # noqa: E402
 
+rows, runs = pipeline_rows('accurate|fast', 'generated|photos')
+# The fast_dct binary's rows are named for the option: the same case as the accurate one's.
+named = {}
+for (s, case), v in rows.items():
+    named.setdefault((s, case.replace(', fast_dct)', ')').replace(' (fast_dct)', '')), {}).update(v)
+rows = named
 
-def abba_pairs(count):
-    """(accurate run, fast run) in the order accurate fast fast accurate, repeated."""
-    out = []
-    for start in range(1, count + 1, 4):
-        out += [(start, start + 1), (start + 3, start + 2)]
-    return out
 
 
 for (s, case), v in rows.items():

@@ -6,37 +6,17 @@ the resize micro-benchmarks, each binary's median of its runs' medians.
 Usage: python3 summarize.py [MAIN NEW] -- the two binaries' names in the files' names
 (<set>-<run>-<binary>.json, micro-<binary>-*.json); main and new by default. In the printout
 they are called main and new whatever their names."""
-import glob
-import json
+import os
 import re
 import statistics
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+from runs import abba_pairs, micro_medians, pipeline_rows  # noqa: E402
+
 main_name, new_name = sys.argv[1:3] if len(sys.argv) == 3 else ('main', 'new')
+rows, runs = pipeline_rows(f'{re.escape(main_name)}|{re.escape(new_name)}')
 
-rows = {}
-runs = {}
-for f in sorted(glob.glob('*-*-*.json')):
-    m = re.match(rf'(generated|photos|photos2)-(\d+)-({main_name}|{new_name})\.json', f)
-    if not m:
-        continue
-    s, n, b = m.group(1), int(m.group(2)), m.group(3)
-    runs.setdefault(s, set()).add(n)
-    for r in json.load(open(f))['results']:
-        x = r['details']
-        if 'case' not in x:
-            continue
-        key = (s, r['loader'].replace('gpufeed image_folder: ', ''))
-        rows.setdefault(key, {}).setdefault(b, {})[n] = (
-            r['ratio'], x['decode_us_per_image'], x['resize_us_per_image'], r['samples_per_s'])
-
-
-def abba_pairs(count):
-    """(main run, new run) in the order main new new main, repeated."""
-    out = []
-    for start in range(1, count + 1, 4):
-        out += [(start, start + 1), (start + 3, start + 2)]
-    return out
 
 
 for (s, case), v in rows.items():
@@ -49,13 +29,7 @@ for (s, case), v in rows.items():
           f"({spread(w)}) | resize us {med(m, 2):5.1f} -> {med(w, 2):5.1f} | decode us "
           f"{med(m, 1):5.1f} -> {med(w, 1):5.1f} | new/main images/s median of {len(ratios)} "
           f"pairs {statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})")
-micro = {}
-for f in sorted(glob.glob('micro-*.json')):
-    b = f.split('-')[1]
-    for bench in json.load(open(f))['benchmarks']:
-        if bench.get('aggregate_name') == 'median':
-            micro.setdefault(bench['run_name'], {}).setdefault(b, []).append(
-                bench['real_time'] / 1e3)
+micro = micro_medians('micro-*.json')
 for name, v in micro.items():
     if main_name not in v or new_name not in v:
         continue

@@ -4,19 +4,15 @@ run next to it in the same round (median of those pairs).
 
 Usage: python3 summarize.py [ROUND] -- ROUND: runs per round (8 here, the default; 6 in
 issue14j/share)."""
-import glob, json, re, statistics, sys
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
+from runs import pipeline_rows  # noqa: E402
+
 round_length = int(sys.argv[1]) if len(sys.argv) > 1 else 8
-rows = {}
-for f in glob.glob('*-*-*.json'):
-    m = re.match(r'(generated|photos)-(\d+)-([\d.]+)\.json', f)
-    s, n, v = m.group(1), int(m.group(2)), m.group(3)
-    for r in json.load(open(f))['results']:
-        x = r['details']
-        if 'case' not in x:
-            continue
-        key = (s, r['loader'].replace('gpufeed image_folder: ', ''))
-        rows.setdefault(key, {}).setdefault(v, {})[n] = (r['ratio'], x['decode_us_per_image'],
-                                                        x['resize_us_per_image'], r['samples_per_s'])
+rows, _ = pipeline_rows(r'[\d.]+', 'generated|photos')
 for (s, case), byv in sorted(rows.items()):
     base = byv['0.5']
     for v in sorted(byv, key=float):

@@ -1,15 +1,12 @@
 """The resize micro-benchmarks of d7199ed ("now2" in the files' names) and of the review mend
 ("mend2"): each binary's median of its runs' medians, and mend/d7199ed."""
-import glob
-import json
+import os
 import statistics
+import sys
 
-d = {}
-for f in sorted(glob.glob('q-*.json')):
-    b = f.split('-')[1]
-    for x in json.load(open(f))['benchmarks']:
-        if x.get('aggregate_name') == 'median':
-            d.setdefault(x['run_name'], {}).setdefault(b, []).append(x['real_time'] / 1e3)
-for name, v in d.items():
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
+from runs import micro_medians  # noqa: E402
+
+for name, v in micro_medians('q-*.json').items():
     a, m = statistics.median(v['now2']), statistics.median(v['mend2'])
     print(f"{name:45s} d7199ed {a:6.1f} us  mend {m:6.1f} us  {m / a:.3f}")
