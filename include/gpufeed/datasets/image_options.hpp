@@ -69,12 +69,12 @@ struct image_options {
   /// colour conversion in libjpeg), resample each at its own resolution and convert to RGB at the
   /// output size: faster, with chroma that differs from a full RGB decode's by under a grey
   /// level on average (more at sharp colour edges). A baseline JPEG's planes are decoded only in
-  /// the blocks under the crop, whatever its size; a progressive JPEG's whole, so only crops
-  /// covering half its area or more (any part without cropped_decoding) take this path, the
-  /// smaller ones cropped_decoding's. A crop
-  /// that is a plain copy (the output's size, whole pixels) is decoded to its planes too and
-  /// converted with libjpeg's own upsampling and colour arithmetic: the same pixels as the RGB
-  /// decode, with less work.
+  /// the blocks under the crop, whatever its size (built with libjpeg-turbo 2.1 or later); a
+  /// progressive JPEG's whole, so only crops covering half its area or more (any part without
+  /// cropped_decoding) take this path, the smaller ones cropped_decoding's. A crop that is a plain
+  /// copy (the output's size, whole pixels) is decoded to its planes too and converted with
+  /// libjpeg's own upsampling and colour arithmetic: the same pixels as the RGB decode, with less
+  /// work.
   bool planar_decoding = true;
   /// Read each JPEG's compressed data to the end of the image (true, the default), so that damage
   /// or truncation anywhere in the file is an error, even below the crop, as PIL fails on a

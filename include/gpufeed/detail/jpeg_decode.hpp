@@ -96,9 +96,9 @@ class jpeg_reader {
   /// A baseline JPEG (one interleaved scan, Huffman-coded; nearly all) is transformed only in
   /// the iMCU rows and columns covering `want`: the rows above and, with set_read_to_end (the
   /// default), below are entropy-decoded only, which still reports damage there. Other JPEGs,
-  /// or a libjpeg without libjpeg-turbo's internal header, are decoded in every column from the
-  /// first row down to `want`'s last (to the end with set_read_to_end). Call once, instead of
-  /// decode, and only when planar().
+  /// or a build without libjpeg-turbo 2.1's internal header (partial_planes_built), are decoded in
+  /// every column from the first row down to `want`'s last (to the end with set_read_to_end). Call
+  /// once, instead of decode, and only when planar().
   /// @throws file_error as decode does.
   [[nodiscard]] ycc_view decode_planes(std::vector<std::uint8_t>& buffer, pixel_rect want);
   /// @brief Whether decode_planes transforms only the iMCUs under its `want` in this JPEG: a
