@@ -524,7 +524,8 @@ TEST(image_decode_test, CopyOfThePlanesIsLibjpegsDecode) {
         ASSERT_TRUE(part.planes_copy_exactly()) << name << " at 1/" << reduction;
         std::vector<std::uint8_t> planes;
         auto const ycc = part.decode_planes(
-            planes, gpufeed::detail::planes_read(area_of(rect), rect.width, rect.height));
+            planes, gpufeed::detail::planes_read(area_of(rect), rect.width, rect.height,
+                                                 part.planes_chroma_steps()));
         ASSERT_TRUE(gpufeed::detail::ycc_copy_supported(ycc));
         if (stop && rect.y + rect.height + 32 < h && reduction == 1) {
           ASSERT_LT(ycc.decoded.y + ycc.decoded.height, h) << "the decode stopped";
@@ -547,6 +548,29 @@ TEST(image_decode_test, CopyOfThePlanesIsLibjpegsDecode) {
       }
     }
   }
+}
+
+// What a crop reads of the planes, which decode_planes then decodes: a resampled crop the whole
+// pixels it touches; a copy, along each subsampled axis, also the pixels of the chroma samples
+// beside it that libjpeg's upsampling reads (copy_samples_read: the one before an even first
+// pixel, the one after an odd last pixel), and nothing more where the chroma is not subsampled.
+TEST(image_decode_test, PlanesReadAreTheCropAndACopysChromaContext) {
+  using gpufeed::detail::pixel_rect;
+  auto const read = [](gpufeed::detail::crop_area area, int out, int x_step, int y_step) {
+    pixel_rect const r = gpufeed::detail::planes_read(area, out, out, {x_step, y_step});
+    return std::array<int, 4>{r.x, r.y, r.width, r.height};
+  };
+  using rect = std::array<int, 4>;
+  EXPECT_EQ(read({48, 16, 224, 224}, 224, 1, 1), (rect{48, 16, 224, 224}));  // 4:4:4
+  EXPECT_EQ(read({48, 16, 224, 224}, 224, 2, 2), (rect{46, 14, 228, 228}));  // 4:2:0
+  EXPECT_EQ(read({48, 16, 224, 224}, 224, 2, 1), (rect{46, 16, 228, 224}));  // 4:2:2
+  // From an odd pixel (its sample's second) to an even one (its sample's first): the samples
+  // under the crop are enough on the left and top, one more is read on the right and bottom.
+  EXPECT_EQ(read({49, 17, 224, 224}, 224, 2, 2), (rect{48, 16, 226, 226}));
+  EXPECT_EQ(read({0, 0, 8, 8}, 8, 2, 2), (rect{0, 0, 10, 10}));  // none before the first
+  // Resampled: the whole pixels touched, whatever the sampling.
+  EXPECT_EQ(read({10.5, 3.25, 100, 50}, 224, 2, 2), (rect{10, 3, 101, 51}));
+  EXPECT_EQ(read({10.5, 3.25, 100, 50}, 224, 1, 1), (rect{10, 3, 101, 51}));
 }
 
 // What copy_ycc_to_rgb cannot reproduce is not asked of it: 4:4:0 (libjpeg's vertical-only

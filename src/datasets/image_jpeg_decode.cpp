@@ -561,6 +561,12 @@ bool jpeg_reader::decodes_planes_in_part() const noexcept {
   return partial_planes_built() && planar() && one_interleaved_huffman_scan(state_->info);
 }
 
+chroma_steps jpeg_reader::planes_chroma_steps() const noexcept {
+  // As decode_planes will lay the planes out: the same calculation.
+  plane_layout const layout = layout_planes(state_->info);
+  return {layout.planes[1].x_step, layout.planes[1].y_step};
+}
+
 bool jpeg_reader::planes_copy_exactly() const noexcept {
   if (!planar()) return false;
   auto const& info = state_->info;

@@ -305,7 +305,8 @@ decoded_image decode_jpeg(std::span<unsigned char const> encoded, std::string co
                             : reader.decodes_planes_in_part() || covered >= planar_min_share ||
                                   !o.cropped_decoding);
   if (planar) {
-    d.ycc = reader.decode_planes(planes, planes_read(d.area, o.width, o.height));
+    d.ycc = reader.decode_planes(
+        planes, planes_read(d.area, o.width, o.height, reader.planes_chroma_steps()));
     d.decoded_pixels = static_cast<std::uint64_t>(d.ycc->decoded.width) *
                        static_cast<std::uint64_t>(d.ycc->decoded.height);
     return d;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <limits>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -877,12 +878,20 @@ bool samples_decoded(plane_view const& plane, pixel_rect const& decoded, int x0,
          y1 <= end_row;
 }
 
-pixel_rect planes_read(crop_area const& area, int out_width, int out_height) noexcept {
-  int const margin = is_copy(area, out_width, out_height) ? 2 : 0;
-  int const x0 = floor_int(area.x) - margin;
-  int const y0 = floor_int(area.y) - margin;
-  return {x0, y0, static_cast<int>(std::ceil(area.x + area.width)) + margin - x0,
-          static_cast<int>(std::ceil(area.y + area.height)) + margin - y0};
+pixel_rect planes_read(crop_area const& area, int out_width, int out_height,
+                       chroma_steps chroma) noexcept {
+  int const x0 = floor_int(area.x);
+  int const y0 = floor_int(area.y);
+  int const x1 = static_cast<int>(std::ceil(area.x + area.width));
+  int const y1 = static_cast<int>(std::ceil(area.y + area.height));
+  if (!is_copy(area, out_width, out_height)) return {x0, y0, x1 - x0, y1 - y0};
+  // The copy's chroma context, in pixels (never narrower than the area: a sample covers its
+  // pixels); decode_planes clamps to the image, so no plane size here.
+  constexpr int unbounded = std::numeric_limits<int>::max() / 2;
+  auto const [first_col, end_col] = copy_samples_read(x0, x1, chroma.x, unbounded);
+  auto const [first_row, end_row] = copy_samples_read(y0, y1, chroma.y, unbounded);
+  return {first_col * chroma.x, first_row * chroma.y, (end_col - first_col) * chroma.x,
+          (end_row - first_row) * chroma.y};
 }
 
 bool is_copy(crop_area const& area, int out_width, int out_height) noexcept {

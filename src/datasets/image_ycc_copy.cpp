@@ -62,15 +62,6 @@ chroma_source chroma_rows(plane_view const& p, int row) noexcept {
   return {at(here), at(other), p.width, p.x_step, p.y_step};
 }
 
-// The samples [first, second) of a plane's axis of `size` samples, each `step` pixels, that the
-// pixels [from, to) read: each pixel its own sample and, when subsampled, the neighbour on its
-// side (the one before for an even pixel, after for an odd one; none beyond the plane's edges).
-std::pair<int, int> samples_read(int from, int to, int step, int size) noexcept {
-  if (step == 1) return {from, to};
-  int const last = to - 1;
-  return {std::max(from / 2 - (from % 2 == 0 ? 1 : 0), 0), std::min(last / 2 + last % 2 + 1, size)};
-}
-
 // Vertically 3/4 of the nearer sample and 1/4 of the other (h2v2), or the sample (h2v1).
 int column_sum(chroma_source const& s, int c) noexcept {
   c = std::clamp(c, 0, s.width - 1);
@@ -260,6 +251,12 @@ struct rgb16 {
 
 }  // namespace
 
+std::pair<int, int> copy_samples_read(int from, int to, int step, int size) noexcept {
+  if (step == 1) return {from, to};
+  int const last = to - 1;
+  return {std::max(from / 2 - (from % 2 == 0 ? 1 : 0), 0), std::min(last / 2 + last % 2 + 1, size)};
+}
+
 bool ycc_copy_supported(ycc_view const& source) noexcept {
   auto const takes = [](plane_view const& p) {
     return (p.x_step == 1 && p.y_step == 1) || (p.x_step == 2 && p.y_step <= 2 && p.width > 2);
@@ -285,9 +282,9 @@ void copy_ycc_to_rgb(ycc_view const& source, int x, int y, std::span<std::uint8_
           " at " + std::to_string(x) + "," + std::to_string(y) + " is not inside the " +
           std::to_string(source.width) + "x" + std::to_string(source.height) + " image");
   auto const [chroma_x0, chroma_x1] =
-      samples_read(x, x + out_width, source.cb.x_step, source.cb.width);
+      copy_samples_read(x, x + out_width, source.cb.x_step, source.cb.width);
   auto const [chroma_y0, chroma_y1] =
-      samples_read(y, y + out_height, source.cb.y_step, source.cb.height);
+      copy_samples_read(y, y + out_height, source.cb.y_step, source.cb.height);
   auto const& d = source.decoded;
   GPUFEED_EXPECTS(samples_decoded(source.y, d, x, y, x + out_width, y + out_height) &&
                       samples_decoded(source.cb, d, chroma_x0, chroma_y0, chroma_x1, chroma_y1),

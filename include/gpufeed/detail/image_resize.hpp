@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace gpufeed::detail {
@@ -143,10 +144,25 @@ void rgbx_row_to_rgb(std::uint8_t const* rgbx, int width, bool mirror, std::uint
 void resize_ycc_to_rgb(ycc_view const& source, crop_area const& area, std::span<std::uint8_t> out,
                        int out_width, int out_height, bool mirror);
 
+/// @brief How many pixels a chroma sample covers across and down: 2 where the chroma is
+/// subsampled (and decoded so), else 1.
+struct chroma_steps {
+  int x = 1;
+  int y = 1;
+};
+
+/// @brief The samples [first, second) of a plane's axis of `size` samples, each covering `step`
+/// pixels (1 or 2), that copy_ycc_to_rgb reads for the pixels [from, to): each pixel its own
+/// sample and, where subsampled, the neighbour on its side (libjpeg's fancy upsampling: the one
+/// before for an even pixel, after for an odd one; none beyond the plane's edges).
+[[nodiscard]] std::pair<int, int> copy_samples_read(int from, int to, int step, int size) noexcept;
+
 /// @brief The pixels whose plane samples resize_ycc_to_rgb reads for `area` to `out_width` x
-/// `out_height`: the whole pixels `area` touches, and for a copy two more on each side (the
-/// chroma samples beside them, which copy_ycc_to_rgb's upsampling reads); what decode_planes
-/// must decode. Not clamped to the image.
-[[nodiscard]] pixel_rect planes_read(crop_area const& area, int out_width, int out_height) noexcept;
+/// `out_height`, of planes whose chroma is sampled as `chroma` says: the whole pixels `area`
+/// touches, and for a copy, along a subsampled axis, the pixels of the chroma samples beside them
+/// (copy_samples_read: the upsampling's context, one or two pixels more on a side); what
+/// decode_planes must decode. Not clamped to the image.
+[[nodiscard]] pixel_rect planes_read(crop_area const& area, int out_width, int out_height,
+                                     chroma_steps chroma) noexcept;
 
 }  // namespace gpufeed::detail

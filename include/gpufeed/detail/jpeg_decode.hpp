@@ -108,6 +108,10 @@ class jpeg_reader {
   /// the pixels decode gives: planar(), a chroma sampling copy_ycc_to_rgb takes, and libjpeg's
   /// interpolating upsampling in use (every reduction but 8, for subsampled chroma).
   [[nodiscard]] bool planes_copy_exactly() const noexcept;
+  /// @brief How many pixels each chroma sample of decode_planes' planes covers at the reduction
+  /// set (libjpeg may enlarge subsampled chroma in its scaled inverse DCT instead of leaving it
+  /// subsampled). Only for a planar() JPEG.
+  [[nodiscard]] chroma_steps planes_chroma_steps() const noexcept;
 
  private:
   // libjpeg's message as the error to throw.
