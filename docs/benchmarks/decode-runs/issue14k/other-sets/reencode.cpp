@@ -1,5 +1,5 @@
 // Re-encodes a JPEG (quality 90) as 4:4:4 ("444"), 4:2:2 ("422") or progressive 4:2:0 ("prog"):
-// how other-sets/ made its two variants of gpufeed-bench decode's generated set.
+// how other-sets/ made its three variants of gpufeed-bench decode's generated set.
 // Build: g++ -O2 reencode.cpp -ljpeg -o reencode. Run: reencode IN OUT 444|422|prog
 #include <cstddef>  // jpeglib.h uses size_t and FILE without declaring them
 #include <cstdio>
@@ -9,7 +9,15 @@
 #include <cstring>
 #include <vector>
 int main(int argc, char** argv) {
+  if (argc != 4) {
+    std::fputs("usage: reencode IN OUT 444|422|prog\n", stderr);
+    return 2;
+  }
   FILE* in = std::fopen(argv[1], "rb");
+  if (in == nullptr) {
+    std::perror(argv[1]);
+    return 1;
+  }
   jpeg_decompress_struct d;
   jpeg_error_mgr e1;
   d.err = jpeg_std_error(&e1);
@@ -26,6 +34,10 @@ int main(int argc, char** argv) {
   jpeg_finish_decompress(&d);
   std::fclose(in);
   FILE* out = std::fopen(argv[2], "wb");
+  if (out == nullptr) {
+    std::perror(argv[2]);
+    return 1;
+  }
   jpeg_compress_struct c;
   jpeg_error_mgr e2;
   c.err = jpeg_std_error(&e2);
