@@ -76,6 +76,13 @@ void worker_pool::run(unsigned worker, worker_jobs& jobs) {
   while (!stopping_ && !jobs.failed_locked()) {
     if (worker >= active_) {
       // Not needed now (autotuning): sleep until the tuner adds workers or the loader stops.
+      // A worker taken off duty while it polled (idle()) may hold a wake-up: whoever freed a
+      // slot meanwhile saw it polling and woke no one. It takes no work now, so it passes the
+      // wake-up on to a parked worker (one parked off duty after its own poll passes it on in
+      // turn, here). Found as a hang: workers 2 -> 1, then free slots and none taken.
+      if (parked_ > 0) {
+        work_cv_.notify_one();
+      }
       standby_cv_.wait(lock, [&] { return stopping_ || worker < active_; });
       continue;
     }
