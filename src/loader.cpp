@@ -5,7 +5,7 @@
 #include <string>
 #include <utility>
 
-#include "gpufeed/detail/loader_core.hpp"
+#include "gpufeed/detail/loader_front.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed {
@@ -23,12 +23,19 @@ detail::loader_core::clock::time_point give_up_after(std::chrono::milliseconds m
   return max_wait >= room ? clock::time_point::max() : now + max_wait;
 }
 
-// The core of a loader that has one: a moved-from loader has none, and says so.
-detail::loader_core& in_use(std::shared_ptr<detail::loader_core> const& core) {
-  GPUFEED_EXPECTS(core != nullptr,
+// The front of a loader that has one: a moved-from loader has none, and says so.
+detail::loader_front& in_use(std::unique_ptr<detail::loader_front> const& front) {
+  GPUFEED_EXPECTS(front != nullptr,
                   "this loader was moved from (loader l2{std::move(l)} or l2 = std::move(l)) and "
                   "has no workers, ring or dataset left; use the loader it was moved to");
-  return *core;
+  return *front;
+}
+
+// The core when it exists, else what the layout probe knows.
+template <class OnCore, class OnProbe>
+decltype(auto) either(std::unique_ptr<detail::loader_front> const& front, OnCore&& on_core,
+                      OnProbe&& on_probe) {
+  return in_use(front).either(std::forward<OnCore>(on_core), std::forward<OnProbe>(on_probe));
 }
 
 loader_options checked(dataset const* data, loader_options options) {
@@ -41,79 +48,92 @@ loader_options checked(dataset const* data, loader_options options) {
 
 loader::loader(std::shared_ptr<dataset const> data, loader_options options) {
   auto resolved = checked(data.get(), options);
-  core_ = std::make_shared<detail::loader_core>(std::move(data), resolved);
-  core_->start();
+  front_ = std::make_unique<detail::loader_front>(std::move(data), std::move(resolved));
 }
 
-loader::~loader() {
-  if (core_) {
-    core_->stop();
-  }
-}
+loader::loader(loader&&) noexcept = default;
+
+loader::~loader() = default;  // the front stops the workers; live batches keep the core
 
 loader& loader::operator=(loader&& other) noexcept {
   if (this != &other) {
-    if (core_) {
-      core_->stop();  // live batches may keep the core alive; its workers must not outlive us
-    }
-    core_ = std::move(other.core_);
+    front_ = std::move(other.front_);  // ours stops first: its workers must not outlive us
   }
   return *this;
 }
 
 void loader::set_epoch(std::uint64_t epoch) {
-  in_use(core_).set_epoch(epoch);
+  either(
+      front_, [&](auto& core) { core.set_epoch(epoch); },
+      [&](auto& probe) { probe.set_epoch(epoch); });
 }
 void loader::set_epoch(std::uint64_t epoch, epoch_order order) {
-  in_use(core_).set_epoch(epoch, std::move(order));
+  either(
+      front_, [&](auto& core) { core.set_epoch(epoch, std::move(order)); },
+      [&](auto& probe) { probe.set_epoch(epoch, std::move(order)); });
 }
 std::uint64_t loader::epoch() const {
-  return in_use(core_).epoch();
+  return either(
+      front_, [](auto& core) { return core.epoch(); }, [](auto& probe) { return probe.epoch(); });
 }
 std::optional<batch> loader::next() {
-  return std::move(in_use(core_).next().value);
+  return std::move(in_use(front_).core().next().value);
 }
 std::optional<batch> loader::next(stream_view consumer) {
-  return std::move(in_use(core_).next(consumer).value);
+  return std::move(in_use(front_).core().next(consumer).value);
 }
 next_result loader::try_next_for(std::chrono::milliseconds max_wait) {
-  return in_use(core_).next(std::nullopt, give_up_after(max_wait));
+  auto const give_up_at = give_up_after(max_wait);
+  auto* core = in_use(front_).core(give_up_at);
+  return core != nullptr ? core->next(std::nullopt, give_up_at) : next_result{};
 }
 next_result loader::try_next_for(std::chrono::milliseconds max_wait, stream_view consumer) {
-  return in_use(core_).next(consumer, give_up_after(max_wait));
+  auto const give_up_at = give_up_after(max_wait);
+  auto* core = in_use(front_).core(give_up_at);
+  return core != nullptr ? core->next(consumer, give_up_at) : next_result{};
 }
 std::size_t loader::batches_per_epoch() const {
-  return in_use(core_).current_plan_sizes().batches;
+  return either(
+      front_, [](auto& core) { return core.current_plan_sizes().batches; },
+      [](auto& probe) { return probe.current_plan_sizes().batches; });
 }
 std::size_t loader::steps_per_epoch() const {
-  return in_use(core_).current_plan_sizes().steps;
+  return either(
+      front_, [](auto& core) { return core.current_plan_sizes().steps; },
+      [](auto& probe) { return probe.current_plan_sizes().steps; });
 }
 std::size_t loader::samples_per_epoch() const {
-  return in_use(core_).current_plan_sizes().samples;
+  return either(
+      front_, [](auto& core) { return core.current_plan_sizes().samples; },
+      [](auto& probe) { return probe.current_plan_sizes().samples; });
 }
 std::size_t loader::batch_bytes() const {
-  return in_use(core_).layout().spec().bytes_per_sample() * in_use(core_).options().batch_size;
+  auto& core = in_use(front_).core();  // waits for the layout when it is being learned
+  return core.layout().spec().bytes_per_sample() * core.options().batch_size;
 }
 loader_options const& loader::options() const {
-  return in_use(core_).options();
+  return in_use(front_).options();
 }
 loader_state loader::state() const {
-  return in_use(core_).state();
+  return either(
+      front_, [](auto& core) { return core.state(); }, [](auto& probe) { return probe.state(); });
 }
 void loader::restore(loader_state const& state) {
-  in_use(core_).restore(state);
+  either(
+      front_, [&](auto& core) { core.restore(state); }, [&](auto& probe) { probe.restore(state); });
 }
 stats loader::snapshot() const {
-  return in_use(core_).snapshot();
+  return in_use(front_).snapshot();
 }
 void loader::write_trace(std::ostream& out) const {
-  in_use(core_).write_trace(out);
+  in_use(front_).core().write_trace(out);
 }
 void loader::write_trace(std::filesystem::path const& path) const {
-  in_use(core_).expect_tracing();  // before the file is created or truncated
+  auto& core = in_use(front_).core();
+  core.expect_tracing();  // before the file is created or truncated
   std::ofstream file{path, std::ios::binary | std::ios::trunc};
   if (file) {
-    in_use(core_).write_trace(file);
+    core.write_trace(file);
     file.flush();
   }
   if (!file) {

@@ -179,7 +179,8 @@ TEST(device_path_test, ALateWorkerOnAClaimedBatchWaitsForNoCopy) {
       std::make_unique<fake_stage>(layout, 1, 1, log, fake_stage::failures{})};
   gpufeed::detail::loader_metrics metrics{2, 0, 0};
   std::atomic<bool> const stop{false};
-  gpufeed::detail::batch_filler filler{*data, layout, o, epochs, device, metrics, stop};
+  gpufeed::detail::staged_reads none;
+  gpufeed::detail::batch_filler filler{*data, layout, o, epochs, device, metrics, stop, none, 2};
   std::vector<std::unique_ptr<gpufeed::detail::slot>> slots;
   slots.push_back(gpufeed::detail::make_slot(0, device.host_memory(0), layout));
   gpufeed::detail::ring r{epochs, std::move(slots), 1, 1};

@@ -48,6 +48,16 @@ class file_error : public std::runtime_error {
   std::string path_;
 };
 
+/// @brief A worker cannot go on (a worker process died, or its channel broke): the loader
+/// stops, and every later call of the consumer throws this error again.
+///
+/// A dataset throws it from `read`, `read_each` or `stage` for failures that are not the
+/// sample's; its message names the worker, what happened to it and the samples it held.
+class worker_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 /// @brief One sample that could not be read: what a `sample_error` says about each.
 struct sample_failure {
   std::size_t index = 0;     ///< the sample's index in the dataset

@@ -43,7 +43,7 @@
 namespace gpufeed {
 
 namespace detail {
-class loader_core;
+class loader_front;
 }  // namespace detail
 
 /// @brief What `loader::try_next_for` found.
@@ -61,7 +61,10 @@ struct next_result {
 class loader {
  public:
   /// @brief Validates the options, allocates the ring (all memory, once) and starts the workers,
-  /// which begin filling epoch 0 at once.
+  /// which begin filling epoch 0 at once. For a dataset whose layout comes from its first sample
+  /// (`dataset::layout_from_first_sample`), nothing is read here: workers stage the first batch's
+  /// samples at once, and the ring is allocated when the first `next()` finds the layout learned
+  /// (the errors below are then thrown by that `next()`).
   /// @throws logic_error on bad options (naming the option, its value and the allowed range), or
   /// a size that does not fit in std::size_t.
   /// @throws out_of_memory naming batch_size or prefetch_depth when the ring is more than the
@@ -71,7 +74,7 @@ class loader {
   /// @brief Stops and joins every worker. Returns as soon as reads in progress return; never
   /// throws. Batches still alive stay valid.
   ~loader();
-  loader(loader&&) noexcept = default;
+  loader(loader&&) noexcept;
   /// @brief Stops this loader's workers (as the destructor does), then takes `other`'s.
   loader& operator=(loader&& other) noexcept;
   loader(loader const&) = delete;
@@ -157,7 +160,7 @@ class loader {
   std::default_sentinel_t end() noexcept { return {}; }
 
  private:
-  std::shared_ptr<detail::loader_core> core_;
+  std::unique_ptr<detail::loader_front> front_;
 };
 
 }  // namespace gpufeed

@@ -14,14 +14,12 @@
 
 namespace gpufeed::detail {
 
-namespace {
-// What the dataset's exception says: its message, and the file when it named one.
-sample_failure describe(read_failure const& failed, std::size_t index, std::uint64_t epoch) {
-  sample_failure f{
-      index,       epoch, failed.worker, {}, "unknown exception (not derived from std::exception)",
-      failed.cause};
+sample_failure describe_failure(std::exception_ptr cause, unsigned worker, std::size_t index,
+                                std::uint64_t epoch) {
+  sample_failure f{index, epoch, worker, {}, "unknown exception (not derived from std::exception)",
+                   cause};
   try {
-    std::rethrow_exception(failed.cause);
+    std::rethrow_exception(cause);
   } catch (file_error const& e) {
     f.message = e.what();
     f.file = e.path();
@@ -32,27 +30,27 @@ sample_failure describe(read_failure const& failed, std::size_t index, std::uint
   return f;
 }
 
-// One sample_error for every failed sample of a batch, the first failure's cause nested.
-std::exception_ptr gather(std::vector<sample_failure> failures) {
+std::exception_ptr gather_failures(std::vector<sample_failure> failures) {
   try {
     std::rethrow_exception(failures.front().cause);
   } catch (...) {
     return std::make_exception_ptr(sample_error{std::move(failures)});
   }
 }
-}  // namespace
 
 batch_filler::batch_filler(dataset const& data, slot_layout const& layout,
                            loader_options const& options, epoch_source const& epochs,
                            device_path& device, loader_metrics& metrics,
-                           std::atomic<bool> const& stop) noexcept
+                           std::atomic<bool> const& stop, staged_reads& staged, unsigned threads)
     : data_{data},
       layout_{layout},
       options_{options},
       epochs_{epochs},
       device_{device},
       metrics_{metrics},
-      stop_{stop} {}
+      stop_{stop},
+      staged_{staged},
+      claims_(data.reads_claims() ? threads : 0) {}
 
 bool batch_filler::fill(slot& s, unsigned worker) {
   bool waited_for_copy = false;
@@ -70,9 +68,7 @@ bool batch_filler::fill(slot& s, unsigned worker) {
       waited_for_copy = true;
     }
     auto const last = std::min(first + s.grain, s.count);
-    for (auto position = first; position < last; ++position) {
-      read_one(s, position, worker);
-    }
+    read_claim(s, first, last, worker);
     if (s.claims.remaining.fetch_sub(last - first, std::memory_order_acq_rel) == last - first) {
       complete(s, worker);
       return true;
@@ -81,23 +77,93 @@ bool batch_filler::fill(slot& s, unsigned worker) {
   return false;
 }
 
+void batch_filler::read_claim(slot& s, std::size_t first, std::size_t last, unsigned worker) {
+  if (claims_.empty()) {
+    for (auto position = first; position < last; ++position) {
+      read_one(s, position, worker);
+    }
+    return;
+  }
+  auto const epoch = s.at.epoch;
+  auto& reads = claims_[worker];
+  reads.clear();
+  for (auto position = first; position < last; ++position) {
+    auto const index = epochs_.index(s.order.get(), epoch, s.first_position + position);
+    s.indices[position] = index;
+    s.failures[position] = {};  // as read_one: a cancelled batch's failures must not linger
+    if (auto* staged = staged_.take(epoch, s.first_position + position, index)) {
+      write_staged(*staged, s, position, worker);
+      continue;
+    }
+    reads.push_back(
+        {index, sample_view{layout_, s.memory, position},
+         read_context{index, epoch, worker, mix_seed(options_.seed, epoch, index), &stop_},
+         nullptr});
+  }
+  if (reads.empty()) {
+    return;
+  }
+  auto const begin = steady_ns();
+  metrics_.read_started(worker, s, reads.front().index, begin);
+  {
+    nvtx_range const range{"gpufeed: read claim"};
+    data_.read_each(reads);  // a worker_error passes: the loader cannot go on
+  }
+  auto const end = steady_ns();
+  // Each sample is given an equal share of the claim's time, in claim order.
+  auto const n = static_cast<std::int64_t>(reads.size());
+  for (std::int64_t k = 0; k < n; ++k) {
+    auto const& r = reads[static_cast<std::size_t>(k)];
+    if (r.failure) {
+      s.failures[r.out.position()] = {r.failure, worker};
+    }
+    metrics_.read_finished(worker, begin + (end - begin) * k / n,
+                           begin + (end - begin) * (k + 1) / n, r.index, s.at.sequence);
+  }
+}
+
 void batch_filler::read_one(slot& s, std::size_t position, unsigned worker) {
   auto const epoch = s.at.epoch;
   auto const index = epochs_.index(s.order.get(), epoch, s.first_position + position);
   s.indices[position] = index;
+  // Normally settle() has cleared it, but a batch cancelled before its last read never gets
+  // there, and its failures must not pass to the slot's next batch.
+  s.failures[position] = {};
+  if (auto* staged = staged_.take(epoch, s.first_position + position, index)) {
+    write_staged(*staged, s, position, worker);
+    return;
+  }
   read_context const ctx{index, epoch, worker, mix_seed(options_.seed, epoch, index), &stop_};
   auto const begin = steady_ns();
   metrics_.read_started(worker, s, index, begin);
   nvtx_range const range{"gpufeed: read"};
-  // Normally settle() has cleared it, but a batch cancelled before its last read never gets
-  // there, and its failures must not pass to the slot's next batch.
-  s.failures[position] = {};
   try {
     data_.read(index, sample_view{layout_, s.memory, position}, ctx);
+  } catch (worker_error const&) {
+    throw;  // not the sample's failure: the loader cannot go on
   } catch (...) {
     s.failures[position] = {std::current_exception(), worker};
   }
   metrics_.read_finished(worker, begin, steady_ns(), index, s.at.sequence);
+}
+
+void batch_filler::write_staged(staged_read& staged, slot& s, std::size_t position,
+                                unsigned worker) {
+  auto const begin = steady_ns();
+  metrics_.read_started(worker, s, staged.index, begin);
+  if (staged.failure) {
+    s.failures[position] = {std::move(staged.failure), staged.worker};
+  } else {
+    try {
+      staged.sample->write(sample_view{layout_, s.memory, position});
+    } catch (worker_error const&) {
+      throw;
+    } catch (...) {
+      s.failures[position] = {std::current_exception(), worker};
+    }
+    staged.sample.reset();  // its data is in the batch now
+  }
+  metrics_.read_finished(worker, begin, steady_ns(), staged.index, s.at.sequence);
 }
 
 void batch_filler::settle(slot& s) {
@@ -118,7 +184,8 @@ void batch_filler::settle(slot& s) {
       continue;
     }
     if (options_.on_error == error_policy::raise) {
-      failed.push_back(describe(s.failures[p], s.indices[p], s.at.epoch));
+      failed.push_back(
+          describe_failure(s.failures[p].cause, s.failures[p].worker, s.indices[p], s.at.epoch));
       ++kept;  // the batch is not delivered; nothing to compact
     } else {
       s.skipped.push_back(s.indices[p]);
@@ -127,7 +194,7 @@ void batch_filler::settle(slot& s) {
     s.failures[p] = {};
   }
   if (!failed.empty()) {
-    s.error = gather(std::move(failed));
+    s.error = gather_failures(std::move(failed));
   }
   s.delivered = kept;
 }

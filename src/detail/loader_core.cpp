@@ -36,9 +36,14 @@ std::vector<std::unique_ptr<slot>> make_slots(std::size_t count, slot_layout con
 
 loader_core::loader_core(std::shared_ptr<dataset const> data, loader_options options,
                          stage_factory const& make_stage)
+    : loader_core(data, std::move(options), data->spec(), {}, make_stage) {}
+
+loader_core::loader_core(std::shared_ptr<dataset const> data, loader_options options,
+                         sample_spec spec, std::vector<staged_read> staged,
+                         stage_factory const& make_stage)
     : data_{std::move(data)},
       options_{std::move(options)},
-      layout_{data_->spec(), options_.batch_size},
+      layout_{std::move(spec), options_.batch_size},
       sizes_{plan_ring(layout_, options_)},
       epochs_{data_->size(), options_.chunk_window > 0 ? data_->storage_chunk() : 0, options_},
       metrics_{sizes_.tuning.threads, options_.trace_events, options_.max_listed_skips},
@@ -46,10 +51,19 @@ loader_core::loader_core(std::shared_ptr<dataset const> data, loader_options opt
       ring_{epochs_, make_slots(sizes_.tuning.slots, layout_, device_), sizes_.max_slots,
             sizes_.tuning.start_depth},
       held_{layout_, sizes_.footprint},
+      staged_{std::move(staged)},
       pool_{mutex_, sizes_.tuning.threads, sizes_.tuning.start_workers},
       consumer_{mutex_, ring_, epochs_, metrics_, pool_, options_},
       tuner_{options_, sizes_.tuning},
-      filler_{*data_, layout_, options_, epochs_, device_, metrics_, pool_.stop_flag()} {
+      filler_{*data_,
+              layout_,
+              options_,
+              epochs_,
+              device_,
+              metrics_,
+              pool_.stop_flag(),
+              staged_,
+              sizes_.tuning.threads} {
   log_loader_plan(*data_, layout_, options_, epochs_, sizes_);
 }
 

@@ -8,6 +8,8 @@
 
 #include <atomic>
 #include <cstddef>
+#include <exception>
+#include <vector>
 
 #include "gpufeed/dataset.hpp"
 #include "gpufeed/detail/device_path.hpp"
@@ -15,16 +17,26 @@
 #include "gpufeed/detail/loader_metrics.hpp"
 #include "gpufeed/detail/slot.hpp"
 #include "gpufeed/detail/slot_layout.hpp"
+#include "gpufeed/detail/staged_reads.hpp"
+#include "gpufeed/error.hpp"
 #include "gpufeed/options.hpp"
 
 namespace gpufeed::detail {
 
+/// What a failed read says: the dataset's message, and the file when it named one (file_error).
+[[nodiscard]] sample_failure describe_failure(std::exception_ptr cause, unsigned worker,
+                                              std::size_t index, std::uint64_t epoch);
+/// One sample_error naming every failure (at least one), the first one's cause nested.
+[[nodiscard]] std::exception_ptr gather_failures(std::vector<sample_failure> failures);
+
 class batch_filler {
  public:
-  /// `stop` is set when the loader stops (reads may poll it); every reference must outlive this.
+  /// `stop` is set when the loader stops (reads may poll it); `staged` holds reads made before
+  /// the layout was known, written instead of read again; `threads` is the pool's thread count.
+  /// Every reference must outlive this.
   batch_filler(dataset const& data, slot_layout const& layout, loader_options const& options,
                epoch_source const& epochs, device_path& device, loader_metrics& metrics,
-               std::atomic<bool> const& stop) noexcept;
+               std::atomic<bool> const& stop, staged_reads& staged, unsigned threads);
 
   /// Claims samples of `s` (s.grain at a time) and reads them, until none is left to claim, the
   /// batch is cancelled or the loader stops. The caller is attached to `s`. On the CUDA path a
@@ -32,11 +44,17 @@ class batch_filler {
   /// worker that finds nothing left to claim has nothing to write, and waits for nothing.
   /// Returns true when this call read the batch's last sample: the batch is then complete (its
   /// contents settled, its copy queued), and the caller publishes it.
-  /// @throws what the device path throws (naming the slot and the batch): the loader cannot go on.
+  /// @throws what the device path throws (naming the slot and the batch), and a dataset's
+  /// worker_error: the loader cannot go on.
   [[nodiscard]] bool fill(slot& s, unsigned worker);
 
  private:
+  /// Reads positions [first, last) of `s`: each one at a time, or the claim at once when the
+  /// dataset reads claims; staged reads are written instead.
+  void read_claim(slot& s, std::size_t first, std::size_t last, unsigned worker);
   void read_one(slot& s, std::size_t position, unsigned worker);
+  /// Writes a staged read of `s`'s `position` (or keeps its failure).
+  void write_staged(staged_read& staged, slot& s, std::size_t position, unsigned worker);
   /// Every read of `s` has returned and this worker is still attached: the slot is its alone.
   /// Closes the gaps of skipped samples (error_policy::skip), or gathers every failure into
   /// s.error (error_policy::raise), and sets s.delivered.
@@ -50,6 +68,8 @@ class batch_filler {
   device_path& device_;
   loader_metrics& metrics_;
   std::atomic<bool> const& stop_;
+  staged_reads& staged_;
+  std::vector<std::vector<sample_read>> claims_;  // per worker: a claim's reads (capacity kept)
 };
 
 }  // namespace gpufeed::detail

@@ -14,6 +14,8 @@
 //   held_batches   growing the ring for batches kept alive                         held_batches.hpp
 //   ring_memory    what the ring may take, checked before allocation                ring_memory.hpp
 //   plan_log       what the loader says at construction                                plan_log.hpp
+//   staged_reads   samples read before the layout was known                        staged_reads.hpp
+//   layout_probe   learning the layout from the first sample (before the core)     layout_probe.hpp
 //
 // `loader` owns one core through a shared_ptr, and so does every live `batch` (as its
 // lease_owner), so that a batch may outlive its loader: the loader's destructor stops and joins
@@ -42,6 +44,7 @@
 #include "gpufeed/detail/ring.hpp"
 #include "gpufeed/detail/ring_memory.hpp"
 #include "gpufeed/detail/slot_layout.hpp"
+#include "gpufeed/detail/staged_reads.hpp"
 #include "gpufeed/detail/worker_pool.hpp"
 #include "gpufeed/loader.hpp"
 #include "gpufeed/options.hpp"
@@ -68,6 +71,11 @@ class loader_core final : public lease_owner,
   /// logic_error when a size does not fit in std::size_t.
   loader_core(std::shared_ptr<dataset const> data, loader_options options,
               stage_factory const& make_stage = {});
+  /// As above, with the layout `spec` given (learned from a staged sample, for datasets whose
+  /// layout comes from their first sample) and the reads staged meanwhile, written into their
+  /// batches instead of being read again.
+  loader_core(std::shared_ptr<dataset const> data, loader_options options, sample_spec spec,
+              std::vector<staged_read> staged, stage_factory const& make_stage = {});
   ~loader_core() override;
   loader_core(loader_core const&) = delete;
   loader_core& operator=(loader_core const&) = delete;
@@ -147,6 +155,7 @@ class loader_core final : public lease_owner,
   mutable std::mutex mutex_;
   ring ring_;
   held_batches held_;
+  staged_reads staged_;
   worker_pool pool_;
   consumer_side consumer_;
   autotune_driver tuner_;

@@ -1,0 +1,287 @@
+#include "gpufeed/detail/layout_probe.hpp"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "gpufeed/detail/batch_fill.hpp"
+#include "gpufeed/detail/loader_core.hpp"
+#include "gpufeed/error.hpp"
+#include "gpufeed/sampler.hpp"
+
+namespace gpufeed::detail {
+
+layout_probe::layout_probe(std::shared_ptr<dataset const> data, loader_options const& options,
+                           unsigned threads)
+    : data_{std::move(data)},
+      options_{options},
+      epochs_{data_->size(), options_.chunk_window > 0 ? data_->storage_chunk() : 0, options_},
+      threads_wanted_{std::max(threads, 1U)} {
+  {
+    std::lock_guard const lock{mutex_};
+    restart_locked({});
+  }
+  threads_.reserve(threads_wanted_);
+  for (unsigned t = 0; t < threads_wanted_; ++t) {
+    threads_.emplace_back([this, t] { run(t); });
+  }
+}
+
+layout_probe::~layout_probe() {
+  {
+    std::lock_guard const lock{mutex_};
+    stop_.store(true);
+  }
+  changed_.notify_all();
+  for (auto& t : threads_) {
+    if (t.joinable()) {
+      t.join();
+    }
+  }
+}
+
+// ---- the consumer's position
+// ---------------------------------------------------------------------
+
+void layout_probe::restart_locked(cursor at) {
+  at_ = epochs_.normalized(at);
+  ++generation_;
+  staged_.clear();
+  failed_ = 0;
+  failed_first_batch_ = 0;
+  next_ = end_ = first_batch_ = first_ = 0;
+  if (auto const* plan = epochs_.plan(at_.epoch); plan != nullptr && plan->batches() > 0) {
+    auto const first = plan->span(at_.sequence);
+    auto const last = plan->span(plan->batches() - 1);
+    first_ = next_ = first.first;
+    first_batch_ = first.count;
+    end_ = last.first + last.count;
+    if (options_.on_error == error_policy::raise) {
+      // Past the first batch only as far as every thread needs a sample of its own: when the
+      // whole first batch fails, the loader fails.
+      end_ = std::min(end_, first_ + std::max<std::size_t>(first_batch_, threads_wanted_));
+    }
+  }
+  changed_.notify_all();
+}
+
+void layout_probe::set_epoch(std::uint64_t epoch) {
+  std::lock_guard const lock{mutex_};
+  if (at_ != cursor{epoch, 0}) {
+    restart_locked({epoch, 0});
+  }
+}
+
+void layout_probe::set_epoch(std::uint64_t epoch, epoch_order order) {
+  auto copy = order;  // kept for replay_on: the core checks and cuts it again
+  auto given = epochs_.make_order(epoch, std::move(order));
+  std::lock_guard const lock{mutex_};
+  (void)epochs_.give(std::move(given));
+  order_ = std::move(copy);
+  order_epoch_ = epoch;
+  restart_locked({epoch, 0});
+}
+
+void layout_probe::restore(loader_state const& state) {
+  epochs_.expect_same_fingerprint(state);
+  std::lock_guard const lock{mutex_};
+  auto const* plan = epochs_.plan(state.epoch);
+  GPUFEED_EXPECTS(plan != nullptr, "cannot restore to epoch " + std::to_string(state.epoch) +
+                                       ": its order is not given yet; call set_epoch(" +
+                                       std::to_string(state.epoch) + ", order) first");
+  GPUFEED_EXPECTS(state.next_sequence <= plan->batches(),
+                  "cannot restore: next_sequence " + std::to_string(state.next_sequence) +
+                      " is past the epoch's " + std::to_string(plan->batches()) + " batches");
+  restart_locked({state.epoch, static_cast<std::size_t>(state.next_sequence)});
+}
+
+std::uint64_t layout_probe::epoch() const {
+  std::lock_guard const lock{mutex_};
+  return at_.epoch;
+}
+
+loader_state layout_probe::state() const {
+  std::lock_guard const lock{mutex_};
+  return epochs_.state_at(at_);
+}
+
+layout_probe::plan_sizes layout_probe::current_plan_sizes() const {
+  std::lock_guard const lock{mutex_};
+  auto const* plan = epochs_.plan(at_.epoch);
+  if (plan == nullptr) {
+    return {};
+  }
+  return {plan->batches(), plan->steps(), plan->samples()};
+}
+
+std::size_t layout_probe::staged_count() const {
+  std::lock_guard const lock{mutex_};
+  return staged_.size();
+}
+
+// ---- staging
+// -------------------------------------------------------------------------------------
+
+std::optional<std::size_t> layout_probe::next_position_locked() {
+  if (stop_.load() || spec_ || choosing_ || failure_ || next_ >= end_) {
+    return std::nullopt;
+  }
+  return next_++;
+}
+
+void layout_probe::check_exhausted_locked() {
+  if (spec_ || choosing_ || failure_ || stop_.load()) {
+    return;
+  }
+  // Under raise the whole first batch failed (and the loader cannot learn its layout from a
+  // later one without delivering that batch first); under skip, every position was read.
+  bool const first_batch_failed = first_batch_ > 0 && failed_first_batch_ == first_batch_;
+  bool const all_read = next_ >= end_ && reading_ == 0;
+  if (!(options_.on_error == error_policy::raise ? first_batch_failed || all_read : all_read)) {
+    return;
+  }
+  // In batch order, as a batch's sample_error names them.
+  std::vector<staged_read const*> failed;
+  for (auto const& r : staged_) {
+    if (r.failure &&
+        (options_.on_error != error_policy::raise || r.position < first_ + first_batch_)) {
+      failed.push_back(&r);
+    }
+  }
+  if (failed.empty()) {
+    return;  // nothing staged in this position yet (an order to come, or no samples)
+  }
+  std::sort(failed.begin(), failed.end(),
+            [](auto const* a, auto const* b) { return a->position < b->position; });
+  std::vector<sample_failure> failures;
+  failures.reserve(failed.size());
+  for (auto const* r : failed) {
+    failures.push_back(describe_failure(r->failure, r->worker, r->index, r->epoch));
+  }
+  failure_ = gather_failures(std::move(failures));
+  changed_.notify_all();
+}
+
+void layout_probe::run(unsigned thread) {
+  std::unique_lock lock{mutex_};
+  for (;;) {
+    std::optional<std::size_t> position;
+    changed_.wait(lock, [&] {
+      return stop_.load() || spec_ || failure_ || (position = next_position_locked());
+    });
+    if (!position) {
+      return;  // stopped, learned, or failed: nothing more to stage
+    }
+    auto const generation = generation_;
+    auto const epoch = at_.epoch;
+    auto const order = epochs_.order_of(epoch);
+    auto const index = epochs_.index(order.get(), epoch, *position);
+    ++reading_;
+    lock.unlock();
+
+    read_context const ctx{index, epoch, thread, mix_seed(options_.seed, epoch, index), &stop_};
+    std::unique_ptr<staged_sample> sample;
+    std::exception_ptr failed;
+    bool fatal = false;
+    try {
+      sample = data_->stage(index, ctx);
+      if (!sample) {
+        throw logic_error{"the dataset's stage() returned no sample for index " +
+                          std::to_string(index)};
+      }
+    } catch (worker_error const&) {
+      failed = std::current_exception();
+      fatal = true;
+    } catch (...) {
+      failed = std::current_exception();
+    }
+
+    lock.lock();
+    --reading_;
+    if (fatal && !failure_) {
+      failure_ = failed;
+    }
+    bool const current = generation == generation_ && !stop_.load();
+    if (sample && current && !spec_ && !choosing_) {
+      // The layout is this sample's. The dataset hears of it before anything is written.
+      choosing_ = true;
+      lock.unlock();
+      std::optional<sample_spec> spec;
+      try {
+        spec = sample->spec();
+        data_->layout_chosen(*sample);
+      } catch (...) {
+        failed = std::current_exception();
+      }
+      lock.lock();
+      choosing_ = false;
+      if (spec && !failed) {
+        spec_ = std::move(spec);
+      } else if (!failure_) {
+        failure_ = failed;  // the layout of the first sample could not be taken
+      }
+    }
+    if (current && generation == generation_ && !fatal) {
+      bool const in_first_batch = *position < first_ + first_batch_;
+      if (failed && !sample) {
+        ++failed_;
+        failed_first_batch_ += in_first_batch ? 1 : 0;
+      }
+      staged_.push_back({epoch, *position, index, thread, std::move(sample), failed});
+    }
+    check_exhausted_locked();
+    changed_.notify_all();
+  }
+}
+
+bool layout_probe::wait(clock::time_point give_up_at) {
+  std::unique_lock lock{mutex_};
+  auto const done = [&] { return failure_ || (spec_ && !choosing_ && reading_ == 0); };
+  if (give_up_at == clock::time_point::max()) {
+    changed_.wait(lock, done);
+  } else if (!changed_.wait_until(lock, give_up_at, done)) {
+    return false;
+  }
+  if (failure_) {
+    std::rethrow_exception(failure_);
+  }
+  return true;
+}
+
+layout_probe::learned layout_probe::take() {
+  learned out;
+  {
+    std::lock_guard const lock{mutex_};
+    GPUFEED_EXPECTS(spec_.has_value() && !taken_, "layout_probe::take before the layout is known");
+    taken_ = true;
+    stop_.store(true);
+    out.spec = *spec_;
+    out.staged = std::move(staged_);
+    staged_.clear();
+  }
+  changed_.notify_all();
+  for (auto& t : threads_) {
+    t.join();
+  }
+  threads_.clear();
+  return out;
+}
+
+void layout_probe::replay_on(loader_core& core) const {
+  std::lock_guard const lock{mutex_};
+  cursor start{};
+  if (order_) {
+    core.set_epoch(order_epoch_, *order_);
+    start = {order_epoch_, 0};
+  }
+  if (at_ == start) {
+    return;
+  }
+  if (at_.sequence == 0) {
+    core.set_epoch(at_.epoch);
+  } else {
+    core.restore(epochs_.state_at(at_));
+  }
+}
+
+}  // namespace gpufeed::detail
