@@ -53,6 +53,34 @@ pinned_buffer& pinned_buffer::operator=(pinned_buffer&& other) noexcept {
   return *this;
 }
 
+registered_host_memory::registered_host_memory(std::byte* data, std::size_t bytes) {
+  auto const status = cudaHostRegister(data, bytes == 0 ? 1 : bytes, cudaHostRegisterPortable);
+  if (status != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw out_of_memory{"gpufeed: cudaHostRegister of " + mib_text(bytes) + " (" +
+                        std::to_string(bytes) +
+                        " bytes) of shared memory failed: " + cudaGetErrorString(status) +
+                        ". Lower batch_size or prefetch_depth, raise the locked-memory limit "
+                        "(ulimit -l), or set staging = staging_memory::pageable"};
+  }
+  data_ = data;
+  allocations.fetch_add(1, std::memory_order_relaxed);
+}
+
+registered_host_memory::~registered_host_memory() {
+  if (data_ != nullptr) {
+    GPUFEED_CUDA_LOG(cudaHostUnregister(data_));
+  }
+}
+
+registered_host_memory::registered_host_memory(registered_host_memory&& other) noexcept
+    : data_{std::exchange(other.data_, nullptr)} {}
+
+registered_host_memory& registered_host_memory::operator=(registered_host_memory&& other) noexcept {
+  std::swap(data_, other.data_);
+  return *this;
+}
+
 device_buffer::device_buffer(std::size_t bytes) : size_{bytes} {
   void* p = nullptr;
   auto const status = cudaMalloc(&p, bytes == 0 ? 1 : bytes);

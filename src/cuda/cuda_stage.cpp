@@ -57,6 +57,7 @@ class cuda_stage final : public device_stage {
         staging_{o.staging},
         budget_{pinned_budget(o)},
         budget_named_{o.pinned_budget.has_value()},
+        host_memory_{o.host_memory},
         capacity_{std::max(slots, max_slots)},
         parts_{std::make_unique<std::unique_ptr<slot_part>[]>(capacity_)} {
     check_budget(slots, host.slot_bytes());
@@ -65,7 +66,7 @@ class cuda_stage final : public device_stage {
     max_blocks_ = static_cast<unsigned>(properties.multiProcessorCount) * 8;
     upload_transform_constants();
     for (std::size_t i = 0; i < slots; ++i) {
-      parts_[i] = std::make_unique<slot_part>(host.slot_bytes(), layout_.slot_bytes(), staging_);
+      parts_[i] = make_part(i);
     }
     count_.store(slots, std::memory_order_release);
     logger()->info(
@@ -89,12 +90,13 @@ class cuda_stage final : public device_stage {
     auto const count = count_.load(std::memory_order_acquire);
     try {
       auto remains = std::make_shared<leftovers>(device_, std::move(copy_), std::move(constants_),
-                                                 std::move(parts_), count);
+                                                 std::move(parts_), count, host_memory_);
       teardown_async([remains] { remains->release(); });
     } catch (...) {
       // No memory to hand it over: the teardown runs here (whatever was handed over already
       // ran in leftovers' destructor).
-      leftovers{device_, std::move(copy_), std::move(constants_), std::move(parts_), count}
+      leftovers{device_, std::move(copy_), std::move(constants_), std::move(parts_),
+                count,   host_memory_}
           .release();
     }
   }
@@ -106,9 +108,9 @@ class cuda_stage final : public device_stage {
     auto const id = count_.load(std::memory_order_relaxed);  // only the consumer adds slots
     GPUFEED_EXPECTS(id < capacity_, "the CUDA stage has room for " + std::to_string(capacity_) +
                                         " slots; the ring cannot grow further");
-    check_budget(id + 1, host_.slot_bytes());
+    check_budget(id + 1, host_.slot_bytes(), true);
     cuda::device_guard const guard{device_};
-    parts_[id] = std::make_unique<slot_part>(host_.slot_bytes(), layout_.slot_bytes(), staging_);
+    parts_[id] = make_part(id);
     count_.store(id + 1, std::memory_order_release);
     return id;
   }
@@ -244,9 +246,17 @@ class cuda_stage final : public device_stage {
 
  private:
   struct slot_part {
-    slot_part(std::size_t host_bytes, std::size_t device_bytes, staging_memory staging)
+    /// `external`: host memory from loader_options::host_memory (page-locked here with pinned
+    /// staging), or null for the part's own.
+    slot_part(std::size_t host_bytes, std::size_t device_bytes, staging_memory staging,
+              std::byte* external)
         : device{device_bytes} {
-      if (staging == staging_memory::pinned) {
+      if (external != nullptr) {
+        if (staging == staging_memory::pinned) {
+          registered = cuda::registered_host_memory{external, host_bytes};
+        }
+        host = external;
+      } else if (staging == staging_memory::pinned) {
         pinned = cuda::pinned_buffer{host_bytes};
         host = pinned.data();
       } else {
@@ -255,6 +265,7 @@ class cuda_stage final : public device_stage {
       }
     }
     cuda::pinned_buffer pinned;
+    cuda::registered_host_memory registered;
     aligned_bytes pageable;
     std::byte* host = nullptr;
     cuda::device_buffer device;
@@ -275,10 +286,12 @@ class cuda_stage final : public device_stage {
   // device is current. Its destructor releases too, so that no path frees without waiting.
   struct leftovers {
     leftovers(int d, cuda::cuda_stream&& stream, cuda::device_buffer&& values,
-              std::unique_ptr<std::unique_ptr<slot_part>[]>&& slots, std::size_t n) noexcept
+              std::unique_ptr<std::unique_ptr<slot_part>[]>&& slots, std::size_t n,
+              std::shared_ptr<host_memory_source> source) noexcept
         : device{d},
           copy{std::move(stream)},
           constants{std::move(values)},
+          memory{std::move(source)},
           parts{std::move(slots)},
           count{n} {}
     leftovers(leftovers const&) = delete;
@@ -314,22 +327,33 @@ class cuda_stage final : public device_stage {
     int device;
     cuda::cuda_stream copy;  // destroyed last: cudaStreamDestroy returns at once
     cuda::device_buffer constants;
+    std::shared_ptr<host_memory_source> memory;  // what registered host memory belongs to
     std::unique_ptr<std::unique_ptr<slot_part>[]> parts;
     std::size_t count;
   };
 
+  std::unique_ptr<slot_part> make_part(std::size_t id) {
+    auto* const external =
+        host_memory_ ? host_memory_->slot_memory(id, host_.slot_bytes()) : nullptr;
+    return std::make_unique<slot_part>(host_.slot_bytes(), layout_.slot_bytes(), staging_,
+                                       external);
+  }
+
   // Refuses `slots` slots when they would pin more than the budget, before anything is
   // allocated.
-  void check_budget(std::size_t slots, std::size_t slot_bytes) const {
+  // `grown`: the ring grows for held batches (else its slots are prefetch_depth's).
+  void check_budget(std::size_t slots, std::size_t slot_bytes, bool grown = false) const {
     if (!budget_) {
       return;  // pageable staging: nothing is pinned
     }
     auto const need = slots * slot_bytes;
     if (*budget_ > 0 && need > *budget_) {
+      auto const why = grown ? std::string{" (grown for batches held alive)"}
+                             : " (prefetch_depth " + std::to_string(slots) + ")";
       throw out_of_memory{
-          "gpufeed: the ring needs " + std::to_string(slots) + " slots x " + mib_text(slot_bytes) +
-          " per batch = " + mib_text(need) + " of pinned memory, over the budget of " +
-          mib_text(*budget_) +
+          "gpufeed: the ring needs " + std::to_string(slots) + " slots" + why + " x " +
+          mib_text(slot_bytes) + " per batch = " + mib_text(need) +
+          " of pinned memory, over the budget of " + mib_text(*budget_) +
           (budget_named_ ? " (loader_options::pinned_budget)" : " (half the physical memory)") +
           "; lower prefetch_depth or batch_size, hold fewer batches at once, raise "
           "loader_options::pinned_budget, or set staging = staging_memory::pageable"};
@@ -388,6 +412,7 @@ class cuda_stage final : public device_stage {
   staging_memory staging_;
   std::optional<std::size_t> budget_;  // pinned bytes allowed; empty for pageable staging
   bool budget_named_;                  // loader_options::pinned_budget set (for the message)
+  std::shared_ptr<host_memory_source> host_memory_;  // loader_options::host_memory, or null
   unsigned max_blocks_ = 1024;
   cuda::cuda_stream copy_;
   cuda::device_buffer constants_;

@@ -34,7 +34,7 @@ bool held_batches::grow(std::unique_lock<std::mutex>& lock, ring& slots, device_
   std::unique_ptr<slot> added;
   try {
     device.add_slot(id);
-    added = make_slot(id, device.host_memory(id), layout_);
+    added = make_slot(id, slot_host_memory(id, layout_, device, source_), layout_);
   } catch (...) {
     lock.lock();
     throw;

@@ -24,11 +24,12 @@ std::unique_ptr<device_stage> stage_for(slot_layout const& layout, ring_plan con
 }
 
 std::vector<std::unique_ptr<slot>> make_slots(std::size_t count, slot_layout const& layout,
-                                              device_path const& device) {
+                                              device_path const& device,
+                                              host_memory_source* source) {
   std::vector<std::unique_ptr<slot>> slots;
   slots.reserve(count);
   for (std::size_t i = 0; i < count; ++i) {
-    slots.push_back(make_slot(i, device.host_memory(i), layout));
+    slots.push_back(make_slot(i, slot_host_memory(i, layout, device, source), layout));
   }
   return slots;
 }
@@ -48,9 +49,9 @@ loader_core::loader_core(std::shared_ptr<dataset const> data, loader_options opt
       epochs_{data_->size(), options_.chunk_window > 0 ? data_->storage_chunk() : 0, options_},
       metrics_{sizes_.tuning.threads, options_.trace_events, options_.max_listed_skips},
       device_{stage_for(layout_, sizes_, options_, make_stage)},
-      ring_{epochs_, make_slots(sizes_.tuning.slots, layout_, device_), sizes_.max_slots,
-            sizes_.tuning.start_depth},
-      held_{layout_, sizes_.footprint},
+      ring_{epochs_, make_slots(sizes_.tuning.slots, layout_, device_, options_.host_memory.get()),
+            sizes_.max_slots, sizes_.tuning.start_depth},
+      held_{layout_, sizes_.footprint, options_.host_memory.get()},
       staged_{std::move(staged)},
       pool_{mutex_, sizes_.tuning.threads, sizes_.tuning.start_workers},
       consumer_{mutex_, ring_, epochs_, metrics_, pool_, options_},

@@ -83,6 +83,14 @@ std::size_t held_batches_slots(std::size_t initial, std::size_t footprint,
   return std::max(initial, std::min(ring_slots_limit, fit));
 }
 
+std::byte* slot_host_memory(std::size_t id, slot_layout const& layout, device_path const& device,
+                            host_memory_source* source) {
+  if (device.active()) {
+    return device.host_memory(id);
+  }
+  return source != nullptr ? source->slot_memory(id, layout.slot_bytes()) : nullptr;
+}
+
 std::unique_ptr<slot> make_slot(std::size_t id, std::byte* external, slot_layout const& layout) {
   return std::make_unique<slot>(id, external, layout.slot_bytes(), slot_layout::alignment,
                                 layout.batch_size());

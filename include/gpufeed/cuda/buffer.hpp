@@ -28,6 +28,26 @@ class pinned_buffer {
   std::size_t size_ = 0;
 };
 
+/// @brief Host memory someone else owns, page-locked with `cudaHostRegister` for as long as this
+/// lives (memory shared with other processes, which cudaHostAlloc cannot give). The owner
+/// keeps the memory mapped until this is destroyed.
+class registered_host_memory {
+ public:
+  registered_host_memory() = default;
+  /// @throws out_of_memory with the size when the driver refuses to page-lock that much.
+  registered_host_memory(std::byte* data, std::size_t bytes);
+  ~registered_host_memory();
+  registered_host_memory(registered_host_memory&& other) noexcept;
+  registered_host_memory& operator=(registered_host_memory&& other) noexcept;
+  registered_host_memory(registered_host_memory const&) = delete;
+  registered_host_memory& operator=(registered_host_memory const&) = delete;
+
+  [[nodiscard]] std::byte* data() const noexcept { return data_; }
+
+ private:
+  std::byte* data_ = nullptr;
+};
+
 /// @brief Device memory from `cudaMalloc` on the current device. Freeing waits for nothing:
 /// the owner must know that no kernel or copy still uses it.
 class device_buffer {

@@ -16,9 +16,11 @@ namespace gpufeed::detail {
 
 class held_batches {
  public:
-  /// Slots of `layout` take `footprint` host bytes each (ring_memory.hpp).
-  held_batches(slot_layout const& layout, std::size_t footprint) noexcept
-      : layout_{layout}, footprint_{footprint} {}
+  /// Slots of `layout` take `footprint` host bytes each (ring_memory.hpp); their memory comes
+  /// from `source` when it is not null (loader_options::host_memory).
+  held_batches(slot_layout const& layout, std::size_t footprint,
+               host_memory_source* source = nullptr) noexcept
+      : layout_{layout}, footprint_{footprint}, source_{source} {}
 
   /// Adds one slot to `slots`, every slot of which is leased, allocating it with `lock` released
   /// (held again on return; only the consumer grows the ring, so nothing else changes its size
@@ -32,6 +34,7 @@ class held_batches {
  private:
   slot_layout const& layout_;
   std::size_t footprint_;
+  host_memory_source* source_;
 };
 
 }  // namespace gpufeed::detail

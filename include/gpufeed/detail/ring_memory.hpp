@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "gpufeed/detail/autotuner.hpp"
+#include "gpufeed/detail/device_path.hpp"
 #include "gpufeed/detail/host_resources.hpp"
 #include "gpufeed/detail/slot.hpp"
 #include "gpufeed/detail/slot_layout.hpp"
@@ -56,7 +57,14 @@ struct ring_plan {
 [[nodiscard]] std::size_t held_batches_slots(std::size_t initial, std::size_t footprint,
                                              std::size_t budget) noexcept;
 
-/// Slot `id` of `layout`: its host memory is `external` (the CUDA stage's) or, when null, its own.
+/// The host memory of slot `id` when it is not the slot's own: the CUDA stage's (which took it
+/// from `source` when there is one), else `source`'s; null when the slot allocates its own.
+/// @throws out_of_memory as the source does.
+[[nodiscard]] std::byte* slot_host_memory(std::size_t id, slot_layout const& layout,
+                                          device_path const& device, host_memory_source* source);
+
+/// Slot `id` of `layout`: its host memory is `external` (the CUDA stage's or a source's) or,
+/// when null, its own.
 /// @throws out_of_memory naming what did not fit.
 [[nodiscard]] std::unique_ptr<slot> make_slot(std::size_t id, std::byte* external,
                                               slot_layout const& layout);
