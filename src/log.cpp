@@ -20,6 +20,24 @@ spdlog::level::level_enum parse_level(std::string_view name) {
   return level;
 }
 
+spdlog::level::level_enum spdlog_level(log_level level) {
+  switch (level) {
+    case log_level::trace:
+      return spdlog::level::trace;
+    case log_level::debug:
+      return spdlog::level::debug;
+    case log_level::info:
+      return spdlog::level::info;
+    case log_level::warn:
+      return spdlog::level::warn;
+    case log_level::error:
+      return spdlog::level::err;
+    case log_level::critical:
+      return spdlog::level::critical;
+  }
+  return spdlog::level::critical;
+}
+
 std::shared_ptr<spdlog::logger> make_logger() {
   if (auto existing = spdlog::get("gpufeed")) {
     return existing;
@@ -45,6 +63,22 @@ std::shared_ptr<spdlog::logger> const& logger() {
 
 void set_log_level(std::string_view level) {
   logger()->set_level(parse_level(level));
+}
+
+void log_message(log_level level, std::string_view message) noexcept {
+  try {
+    // As a string_view argument, the text is written verbatim: braces in it stay braces.
+    logger()->log(spdlog_level(level), spdlog::string_view_t{message.data(), message.size()});
+  } catch (...) {  // a message that cannot be written is dropped, as spdlog drops it
+  }
+}
+
+bool log_enabled(log_level level) noexcept {
+  try {
+    return logger()->should_log(spdlog_level(level));
+  } catch (...) {
+    return false;
+  }
 }
 
 }  // namespace gpufeed

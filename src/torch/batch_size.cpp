@@ -9,8 +9,6 @@
 #include "gpufeed/error.hpp"
 #include "gpufeed/log.hpp"
 
-#include <spdlog/spdlog.h>
-
 #if GPUFEED_TORCH_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
 #endif
@@ -110,7 +108,7 @@ batch_size_result find_batch_size(std::function<void(std::size_t)> const& trial,
   result.suggested =
       room >= multiple ? room / multiple * multiple : std::max<std::size_t>(room, low > 0 ? 1 : 0);
   result.message = describe(result, search);
-  logger()->info(result.message);
+  log_message(log_level::info, result.message);
   return result;
 }
 

@@ -10,8 +10,6 @@
 #include "gpufeed/log.hpp"
 #include "gpufeed/torch/current_stream.hpp"
 
-#include <spdlog/spdlog.h>
-
 namespace gpufeed::torch {
 
 namespace {
@@ -68,11 +66,12 @@ data_loader::data_loader(std::shared_ptr<gpufeed::dataset const> dataset,
                                                "sampler's own state only"
                                              : "when the epoch begins, as libtorch's loader does"));
     if (world > 1 && !sampler_->distributed()) {
-      logger()->warn(
-          "gpufeed::torch: WORLD_SIZE is {} but the sampler ({}) is not a distributed one: every "
-          "rank reads the whole dataset, as with libtorch's loader; pass "
-          "DistributedRandomSampler(size, world_size, rank) to give each rank its share",
-          world, sampler_->name());
+      log_message(log_level::warn,
+                  "gpufeed::torch: WORLD_SIZE is " + std::to_string(world) + " but the sampler (" +
+                      sampler_->name() +
+                      ") is not a distributed one: every rank reads the whole dataset, as with "
+                      "libtorch's loader; pass DistributedRandomSampler(size, world_size, rank) "
+                      "to give each rank its share");
     }
   }
   if (!options.seed_.has_value() && o.seed == 0) {
@@ -91,7 +90,7 @@ data_loader::data_loader(std::shared_ptr<gpufeed::dataset const> dataset,
     }
   }
   loader_.emplace(std::move(dataset), o);
-  for (auto const& note : notes) logger()->info("gpufeed::torch: {}", note);
+  for (auto const& note : notes) log_message(log_level::info, "gpufeed::torch: " + note);
   full_options_ = full_options_of(*loader_, drop_last_);
   if (sampler_ && sampler_->draws_ahead()) give_order(0);  // the workers start at once
 }

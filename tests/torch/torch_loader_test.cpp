@@ -14,9 +14,10 @@
 #include <utility>
 #include <vector>
 
+#include "gpufeed/log.hpp"
 #include "gpufeed/torch.hpp"
 #include "gpufeed/torch/current_stream.hpp"
-#include "support/log_capture.hpp"
+#include "support/text_log_capture.hpp"
 #include "torch/torch_test_datasets.hpp"
 
 #if GPUFEED_TORCH_WITH_CUDA
@@ -117,13 +118,27 @@ TEST(torch_loader_test, OptionsSayWhatIsInForceInLibtorchsTerms) {
 }
 
 TEST(torch_loader_test, LibtorchOptionsGpufeedTreatsDifferentlyAreSaidOnceInTheLog) {
-  gpufeed::test::log_capture log{"info"};
+  gpufeed::test::text_log_capture log{"info"};
   auto options = gt::data_loader_options{DataLoaderOptions(2).workers(0).enforce_ordering(false)};
   options.enforce_ordering(false);  // said once, however often it is set
   auto loader = gt::make_data_loader(index_dataset{4}.map(Stack<>()), options);
   EXPECT_EQ(log.count("workers(0)"), 1U);
   EXPECT_EQ(log.count("enforce_ordering(false) changes nothing"), 1U);
   EXPECT_EQ(log.count("shuffle seed"), 1U);  // and where the default shuffle's seed comes from
+}
+
+// Units that include torch log through log_message (spdlog's headers do not compile beside a pip
+// torch's fmt): the text goes out verbatim, braces included, and only at an enabled level.
+TEST(torch_loader_test, TorchUnitsLogVerbatimThroughLogMessage) {
+  gpufeed::test::text_log_capture log{"info"};
+  EXPECT_TRUE(gpufeed::log_enabled(gpufeed::log_level::info));
+  EXPECT_FALSE(gpufeed::log_enabled(gpufeed::log_level::debug));
+  gpufeed::log_message(gpufeed::log_level::debug, "below the level");
+  gpufeed::log_message(gpufeed::log_level::warn, "braces {} and {0} stay");
+  gpufeed::log_message(gpufeed::log_level::error, "an error");
+  EXPECT_EQ(log.count("below the level"), 0U);
+  EXPECT_EQ(log.count("braces {} and {0} stay"), 1U);
+  EXPECT_EQ(log.count("an error"), 1U);
 }
 
 TEST(torch_loader_test, JoinStopsTheWorkersAndLaterCallsSaySo) {
@@ -147,7 +162,7 @@ TEST(torch_loader_test, JoinStopsTheWorkersAndLaterCallsSaySo) {
 TEST(torch_loader_test, ARunningTotalOfLossesKeepsEveryBatchAndTheRingGrows) {
   // total_loss += loss keeps each step's graph, and with it the batch's input tensors: with
   // prefetch_depth 2, libtorch's loader would only use more memory; gpufeed's ring grows.
-  gpufeed::test::log_capture log;
+  gpufeed::test::text_log_capture log;
   torch::manual_seed(3);
   torch::nn::Linear model(2, 1);
   auto loader = gt::make_data_loader<SequentialSampler>(

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "gpufeed/torch.hpp"
-#include "support/log_capture.hpp"
+#include "support/text_log_capture.hpp"
 #include "torch/torch_test_datasets.hpp"
 
 namespace {
@@ -286,7 +286,7 @@ TEST(torch_sampler_test, SeveralRanksShuffleAlikeWhateverTorchsSeedPerRank) {
 }
 
 TEST(torch_sampler_test, ANonDistributedSamplerOnSeveralRanksIsSaidInTheLog) {
-  gpufeed::test::log_capture log;
+  gpufeed::test::text_log_capture log;
   gt::data_loader_options options{4};
   options.loader().world_size = 2;
   options.loader().rank = 0;

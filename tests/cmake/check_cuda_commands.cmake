@@ -1,0 +1,33 @@
+# cmake -DCOMPILE_COMMANDS=<build>/compile_commands.json -P check_cuda_commands.cmake
+# Every CUDA source of the build is compiled for architectures CMake chose from gpufeed's
+# CMAKE_CUDA_ARCHITECTURES (--generate-code=...), and none with the flags
+# torch_config_side_effects.cmake adds as libtorch's CUDA config does (sm_50, which nvcc 13
+# refuses; --expt-relaxed-constexpr).
+file(READ "${COMPILE_COMMANDS}" commands)
+string(JSON count LENGTH "${commands}")
+set(checked 0)
+set(failures "")
+if(count GREATER 0)
+  math(EXPR last "${count} - 1")
+  foreach(i RANGE ${last})
+    string(JSON file GET "${commands}" ${i} file)
+    if(NOT file MATCHES "\\.cu$")
+      continue()
+    endif()
+    string(JSON command GET "${commands}" ${i} command)
+    math(EXPR checked "${checked} + 1")
+    if(NOT command MATCHES "--generate-code=arch=compute_")
+      string(APPEND failures "\n  ${file}: no architecture of gpufeed's (CMAKE_CUDA_ARCHITECTURES)")
+    endif()
+    if(command MATCHES "compute_50|expt-relaxed-constexpr")
+      string(APPEND failures "\n  ${file}: libtorch's CUDA flags (sm_50, --expt-relaxed-constexpr)")
+    endif()
+  endforeach()
+endif()
+if(checked EQUAL 0)
+  message(FATAL_ERROR "${COMPILE_COMMANDS} compiles no CUDA source")
+endif()
+if(failures)
+  message(FATAL_ERROR "gpufeed's CUDA sources are compiled with libtorch's flags:${failures}")
+endif()
+message(STATUS "${checked} CUDA sources compiled for gpufeed's architectures, with its flags")
