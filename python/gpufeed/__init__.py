@@ -1,13 +1,14 @@
 """gpufeed: keeps GPUs fed during training.
 
-``gpufeed.DataLoader`` takes torch.utils.data.DataLoader's arguments (a one-line swap); worker
-threads read samples straight into a ring of batch slots, and batches reach torch and numpy by
-DLPack without a copy (on the GPU with device="cuda"). See docs/python.md.
+``gpufeed.DataLoader`` takes torch.utils.data.DataLoader's arguments (a one-line swap); workers
+(processes for a Python dataset, threads for gpufeed.datasets) read samples straight into a ring
+of batch slots, and batches reach torch and numpy by DLPack without a copy (on the GPU with
+device="cuda"). See docs/python.md.
 """
 
 from . import _gpufeed, datasets
 from ._assemble import BatchDict, BatchList, StepInfo
-from .errors import FileError, LoaderTimeoutError, SampleError, SampleFailure
+from .errors import FileError, LoaderTimeoutError, SampleError, SampleFailure, WorkerError
 from .loader import DataLoader, Diagnosis, get_worker_info
 from .progress import SystemMonitor, progress
 
@@ -25,6 +26,7 @@ __all__ = [
     "SampleFailure",
     "StepInfo",
     "SystemMonitor",
+    "WorkerError",
     "datasets",
     "get_worker_info",
     "progress",

@@ -2,7 +2,7 @@
 
 from collections import namedtuple
 
-__all__ = ["SampleError", "SampleFailure", "LoaderTimeoutError", "FileError"]
+__all__ = ["SampleError", "SampleFailure", "LoaderTimeoutError", "FileError", "WorkerError"]
 
 
 SampleFailure = namedtuple("SampleFailure", ["index", "epoch", "file", "worker", "message"])
@@ -42,3 +42,9 @@ class FileError(OSError):
     def __init__(self, message, path):
         super().__init__(message)
         self.path = path
+
+
+class WorkerError(RuntimeError):
+    """A worker cannot go on (a worker process died: killed by a signal, out of memory, or
+    exited): the message names it, how it ended and the samples it held. The loader is stopped;
+    make a new one."""

@@ -1,17 +1,21 @@
 """gpufeed.DataLoader: torch.utils.data.DataLoader's interface over gpufeed's C++ loader.
 
-Worker threads (not processes) read samples straight into a ring of batch slots; batches reach
-torch and numpy by DLPack, without a copy. See docs/python.md for the migration table.
+Workers read samples straight into a ring of batch slots: worker processes for a Python dataset
+(they write into the ring, which they share with this process), threads for gpufeed's own
+datasets; batches reach torch and numpy by DLPack, without a copy. See docs/python.md for the
+migration table.
 """
 
 import math
 import os
+import pickle
+import sys
 import threading
 import weakref
 
 import numpy as np
 
-from . import _gpufeed
+from . import _gpufeed, _workers
 from ._assemble import StepInfo, build, text_fields
 
 try:  # torch is optional: without it, batches are numpy arrays
@@ -37,10 +41,43 @@ def _say_once(key, message):
 
 
 def get_worker_info():
-    """Inside a worker thread's call to a Python dataset: a dict with ``id``, ``num_workers``,
-    ``seed`` (this sample's seed: a function of the loader's seed, the epoch and the index) and
-    ``dataset``; None elsewhere (torch's get_worker_info, for threads)."""
-    return _gpufeed.get_worker_info()
+    """Inside a worker, a ``WorkerInfo`` (``id``, ``num_workers``, ``seed``, ``dataset``, as
+    torch.utils.data.get_worker_info() gives them; ``info["id"]`` works too): in a worker
+    process, its own (``seed`` as torch seeds workers); in a worker thread's call to a Python
+    dataset, that thread's (``seed``: this sample's, a function of the loader's seed, the epoch
+    and the index). None elsewhere."""
+    info = _workers.current_worker_info()
+    if info is not None:
+        return info
+    thread = _gpufeed.get_worker_info()
+    if thread is None:
+        return None
+    return _workers.WorkerInfo(thread["id"], thread["num_workers"], thread["seed"],
+                               thread["dataset"])
+
+
+def _free_threaded():
+    return hasattr(sys, "_is_gil_enabled") and not sys._is_gil_enabled()
+
+
+def _worker_kind(worker_type, python_dataset, num_workers):
+    """("process" or "thread", why)."""
+    if worker_type not in ("auto", "process", "thread"):
+        raise ValueError(f"worker_type: expected 'auto', 'process' or 'thread', got {worker_type!r}")
+    if not python_dataset:
+        if worker_type == "process":
+            raise ValueError("worker_type='process': gpufeed.datasets read in C++ without the "
+                             "GIL, on threads; use worker_type='thread' or 'auto'")
+        return "thread", "gpufeed.datasets read in C++, without the GIL"
+    if worker_type != "auto":
+        return worker_type, f"worker_type={worker_type!r}"
+    if _free_threaded():
+        return "thread", "this interpreter has no GIL (free-threaded), so threads run in parallel"
+    if num_workers == 0:
+        return "thread", ("num_workers=0: one worker thread (torch would read in the main "
+                          "process); set num_workers for worker processes")
+    return "process", ("the dataset runs Python code, and threads running it would take the GIL "
+                       "from the training loop")
 
 
 class Diagnosis(tuple):
@@ -133,7 +170,9 @@ class DataLoader:
     "numpy"), ``held_batches_budget``, ``drop_last_step``, ``trace_events``, ``stall_warning``,
     ``chunk_window`` (with shuffle: draw each stretch of the order from this many chunks of a
     chunked HDF5 dataset, so that a chunk is decompressed once, not once per sample; 0: off;
-    docs/datasets-hdf5.md).
+    docs/datasets-hdf5.md), ``worker_type`` ("auto": worker processes for a Python dataset on an
+    interpreter with a GIL, threads for gpufeed.datasets and on a free-threaded interpreter;
+    "process"; "thread").
     """
 
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
@@ -143,8 +182,9 @@ class DataLoader:
                  in_order=True, prefetch_depth=None, accumulation_steps=1, device=None,
                  transforms=None, seed=None, on_error="raise", rank=None, world_size=None,
                  autotune=False, output=None, held_batches_budget=None, drop_last_step=False,
-                 trace_events=0, stall_warning=30.0, chunk_window=0):
+                 trace_events=0, stall_warning=30.0, chunk_window=0, worker_type="auto"):
         self._core = None  # so that close() and __del__ work whatever fails below
+        self._workers = None
         if batch_size is None:
             raise ValueError("batch_size=None (samples one by one, unbatched) is not supported: "
                              "gpufeed builds batches; use batch_size=1 and index [0]")
@@ -199,8 +239,27 @@ class DataLoader:
         self._output = output
         self._device_index = device_index
 
-        # The dataset: a bundled one as it is, any other through the Python adapter.
-        if isinstance(dataset, _gpufeed.Dataset):
+        # Who reads: threads, or worker processes writing into a ring this process shares.
+        python_dataset = not isinstance(dataset, _gpufeed.Dataset)
+        self.worker_type, why = _worker_kind(worker_type, python_dataset, num_workers)
+        if self.worker_type == "process":
+            workers_count = max(1, num_workers) if not autotune else (
+                num_workers or len(os.sched_getaffinity(0)))
+        else:
+            workers_count = None
+
+        # The dataset: a bundled one as it is, any other through the Python adapter (read by
+        # worker processes, or by threads).
+        if self.worker_type == "process":
+            native = _gpufeed.ProcessDataset(len(dataset), workers_count)
+            self._structure = None  # learned from the first sample a worker reads
+            self._workers = _workers.WorkerProcesses(
+                native, dataset, workers_count, multiprocessing_context, worker_init_fn,
+                _seed_from(generator))
+            _gpufeed.log("info", f"{workers_count} worker processes "
+                         f"({self._workers.start_method}): {why}; they write samples into a "
+                         "ring this process shares with them")
+        elif isinstance(dataset, _gpufeed.Dataset):
             native = dataset
             self._structure = getattr(dataset, "_gpufeed_structure", None) or (
                 "dict", dict, [n for n, _, _ in dataset.fields],
@@ -210,16 +269,13 @@ class DataLoader:
                           "whose workers run no Python")
         else:
             native = _gpufeed.PythonDataset(dataset, worker_init_fn)
-            self._structure = native.structure
+            self._structure = None  # learned from the first sample a worker reads
+            if python_dataset:
+                _gpufeed.log("info", f"{max(1, num_workers)} worker threads: {why}")
         self._native_dataset = native
-        self._text_fields = text_fields(self._structure)
-        if self._text_fields:
-            names = ", ".join(repr(native.fields[i][0]) for i in sorted(self._text_fields))
-            _gpufeed.log("info", f"text fields {names}: the batch holds an int64 id per sample "
-                         "for each (int64[] below) and gpufeed hands the str or bytes values "
-                         "back with it, keeping each distinct value once (at most "
-                         f"len(dataset) + {_gpufeed.PythonDataset.text_values_beyond_length} "
-                         "per field)")
+        self._text_fields = set()
+        if self._structure is not None:
+            self._note_text_fields()
 
         # The order: gpufeed's own (sequential, or shuffled from a seed), or the sampler's.
         order = "builtin"
@@ -261,11 +317,11 @@ class DataLoader:
                       "memory itself (one copy per batch, non-blocking)")
         if pin_memory_device:
             _say_once("pin_memory_device", "pin_memory_device: use device= instead")
-        if multiprocessing_context is not None:
-            _say_once("mp", "multiprocessing_context: gpufeed's workers are threads; ignored")
+        if multiprocessing_context is not None and self.worker_type == "thread":
+            _say_once("mp", "multiprocessing_context: this loader's workers are threads; ignored")
         if not persistent_workers and num_workers > 0:
-            _say_once("persistent", "persistent_workers=False: gpufeed's worker threads always "
-                      "persist across epochs (there is nothing to re-create)")
+            _say_once("persistent", "persistent_workers=False: gpufeed's workers always persist "
+                      "across epochs (seeded once, as torch's persistent workers are)")
         if not in_order:
             _say_once("in_order", "in_order=False: gpufeed delivers batches in order; a slow "
                       "sample holds back only its own batch while the others are prepared")
@@ -281,7 +337,13 @@ class DataLoader:
             trace_events=trace_events, transforms=_transforms_of(transforms),
             device=None if device_index is None else (device_index if device_index >= 0 else "cuda"),
         )
-        self._core = _gpufeed.Loader(native, **options)
+        if self.worker_type == "process":
+            options["workers"] = workers_count  # one worker thread drives each process
+        try:
+            self._core = _gpufeed.Loader(native, **options)
+        except BaseException:
+            self.close()
+            raise
         resolved = self._core.resolved
         self._cuda_device = resolved["device"] if resolved["cuda"] else None
         if order == "builtin" and resolved["world_size"] > 1 and rank is None:
@@ -292,6 +354,24 @@ class DataLoader:
         self._resume = None
         self._iterator = None
         self.step_info = None
+
+    def _note_text_fields(self):
+        self._text_fields = text_fields(self._structure)
+        if self._text_fields:
+            names = ", ".join(repr(self._native_dataset.fields[i][0])
+                              for i in sorted(self._text_fields))
+            _gpufeed.log("info", f"text fields {names}: the batch holds an int64 id per sample "
+                         "for each (int64[] below) and gpufeed hands the str or bytes values "
+                         "back with it, keeping each distinct value once (at most "
+                         f"len(dataset) + {_gpufeed.PythonDataset.text_values_beyond_length} "
+                         "per field)")
+
+    def _learn_structure(self):
+        """The sample's structure, once a worker has read the first sample (a worker process
+        sends it pickled)."""
+        structure = self._native_dataset.structure
+        self._structure = pickle.loads(structure) if isinstance(structure, bytes) else structure
+        self._note_text_fields()
 
     @staticmethod
     def _largest_batch(batch_sampler):
@@ -360,6 +440,8 @@ class DataLoader:
         """Stops the workers now (the loader is unusable afterwards; batches stay valid)."""
         if self._core is not None:
             self._core.close()
+        if self._workers is not None:
+            self._workers.close()
 
     def __enter__(self):
         return self
@@ -424,6 +506,8 @@ class DataLoader:
         raw = self._core.next(self._stream())
         if raw is None:
             return None
+        if self._structure is None:
+            self._learn_structure()
         step = StepInfo(*raw.step)
         self.step_info = step
         # A text field's memory holds ids: its values come from the dataset's table instead.

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "gpufeed/batch.hpp"
+#include "owner_process.hpp"
 
 namespace gpufeed::python {
 
@@ -20,7 +21,14 @@ namespace py = pybind11;
 struct batch_lease {
   explicit batch_lease(batch&& b, std::optional<std::uintptr_t> stream)
       : value{std::move(b)}, consumer_stream{stream} {}
+  /// Gives the slot back, except in a process forked from the loader's (a worker process that
+  /// inherited this object): the loader there is the parent's, its locks may be held by threads
+  /// the child does not have, so the lease is left alone.
+  ~batch_lease();
+  batch_lease(batch_lease const&) = delete;
+  batch_lease& operator=(batch_lease const&) = delete;
   batch value;
+  owner_process owner;
   /// The stream the batch was handed to by next() (CUDA path), as DLPack numbers it
   /// (1: the legacy default stream).
   std::optional<std::uintptr_t> consumer_stream;

@@ -4,6 +4,7 @@
 
 #include "gpufeed/error.hpp"
 #include "python_error.hpp"
+#include "workers/process_dataset.hpp"
 
 namespace gpufeed::python {
 
@@ -23,23 +24,65 @@ py::object file_or_none(std::string const& file) {
   return file.empty() ? py::object{py::none()} : py::object{py::str(file)};
 }
 
-void raise_sample_error(sample_error const& e) {
+// Adds `note` to `exception` where Python has notes (3.11): shown under its traceback.
+void add_note(py::handle exception, std::string const& note) {
+  if (py::hasattr(exception, "add_note")) {
+    exception.attr("add_note")(note);
+  }
+}
+
+// The dataset's exception raised in a worker process, made again as its own type.
+py::object rebuilt(std::string const& pickled, std::string const& context) {
+  return py::module_::import("gpufeed._workers")
+      .attr("rebuild_exception")(py::bytes(pickled), context);
+}
+
+void raise_object(py::object const& exception) {
+  raise(py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(Py_TYPE(exception.ptr()))),
+        exception);
+}
+
+// gpufeed.SampleError for `e`, its cause set to the dataset's exception where it is Python's.
+py::object sample_error_of(sample_error const& e, PyObject* cause) {
   auto const type = error_class("SampleError");
   py::list failures;  // every failed sample of the batch, in batch order
   for (auto const& f : e.failures()) {
     failures.append(py::make_tuple(f.index, f.epoch, file_or_none(f.file), f.worker, f.message));
   }
-  auto const exception =
+  auto exception =
       type(e.what(), e.index(), e.epoch(), file_or_none(e.file()), e.worker(), failures);
-  PyObject* cause = nullptr;
+  if (cause != nullptr) {
+    Py_INCREF(cause);
+    PyException_SetCause(exception.ptr(), cause);  // steals the new reference
+  }
+  return exception;
+}
+
+// A Python dataset's failure reaches the caller as the dataset's own exception (an
+// `except KeyError` written for torch catches it), with gpufeed's account of the batch: a note
+// (Python 3.11) and its `sample_error` attribute (a gpufeed.SampleError: index, epoch,
+// failures). A C++ dataset's failure, or gpufeed's refusal of a sample, is a SampleError.
+void raise_sample_error(sample_error const& e) {
+  py::object exception;
   try {
     std::rethrow_if_nested(e);
   } catch (python_error const& original) {
-    cause = original.exception();
-  } catch (...) {  // a C++ dataset's exception: its text is in the message already
+    exception = py::reinterpret_steal<py::object>(original.exception());
+    add_note(exception, e.what());
+  } catch (workers::remote_python_error const& original) {
+    exception = rebuilt(original.pickled(), e.what());
+  } catch (...) {
   }
-  if (cause != nullptr) PyException_SetCause(exception.ptr(), cause);  // steals `cause`
-  raise(type, exception);
+  if (!exception) {
+    raise(error_class("SampleError"), sample_error_of(e, nullptr));
+    return;
+  }
+  try {
+    exception.attr("sample_error") = sample_error_of(e, nullptr);
+  } catch (py::error_already_set const&) {
+    // an exception type that takes no attributes (__slots__): the note says it all
+  }
+  raise_object(exception);
 }
 
 }  // namespace
@@ -55,6 +98,13 @@ void register_exception_translation() {
           exception);
     } catch (sample_error const& e) {
       raise_sample_error(e);
+    } catch (workers::remote_worker_error const& e) {
+      raise_object(rebuilt(e.pickled(),
+                           "gpufeed: the worker process cannot go on, so the "
+                           "loader stopped"));
+    } catch (worker_error const& e) {
+      auto const type = error_class("WorkerError");
+      raise(type, type(e.what()));
     } catch (timeout_error const& e) {
       auto const type = error_class("LoaderTimeoutError");
       raise(type, type(e.what(), e.index()));

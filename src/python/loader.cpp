@@ -18,7 +18,9 @@
 #include "gpufeed/loader.hpp"
 #include "gpufeed/stats_json.hpp"
 #include "options.hpp"
+#include "owner_process.hpp"
 #include "python_dataset.hpp"
+#include "workers/process_dataset.hpp"
 
 namespace gpufeed::python {
 
@@ -85,6 +87,9 @@ class py_loader {
   py_loader(std::shared_ptr<dataset const> data, py::dict const& kwargs)
       : python_data_{std::dynamic_pointer_cast<python_dataset const>(data)} {
     auto options = options_from(kwargs);
+    if (auto const processes = std::dynamic_pointer_cast<workers::process_dataset const>(data)) {
+      options.host_memory = processes->arena();  // the worker processes write into it
+    }
     bool const options_workers_were_auto = options.workers == auto_workers;
     if (python_data_ && !options_workers_were_auto) {  // before the first read
       const_cast<python_dataset*>(python_data_.get())->set_workers(options.workers);
@@ -157,12 +162,27 @@ class py_loader {
   }
 
   void close() {
-    py::gil_scoped_release const released;
-    std::lock_guard const lock{consumer_};
-    if (loader_ && python_data_ && python_data_->read_on_this_thread()) {
-      stop_elsewhere(std::move(*loader_));
+    if (!owner_.here()) {
+      // A process forked from the loader's: its workers are the parent's threads.
+      if (loader_) static_cast<void>(new loader{std::move(*loader_)});
+      loader_.reset();
+      return;
     }
-    loader_.reset();  // joins the workers; they may take the GIL meanwhile
+    py::gil_scoped_release const released;
+    std::optional<loader> closing;
+    {
+      std::lock_guard const lock{consumer_};
+      if (!loader_) return;
+      closing.emplace(std::move(*loader_));
+      loader_.reset();
+    }
+    if (python_data_ && python_data_->read_on_this_thread()) {
+      stop_elsewhere(std::move(*closing));
+    }
+    // Outside the consumer's lock: what the loader holds (a failed read's Python exception and
+    // its traceback's frames) may drop the last reference to a DataLoader, whose __del__ closes
+    // this loader again, on this thread.
+    closing.reset();  // joins the workers; they may take the GIL meanwhile
   }
 
   [[nodiscard]] bool closed() const noexcept { return !loader_.has_value(); }
@@ -250,6 +270,7 @@ class py_loader {
     return *loader_;
   }
 
+  owner_process owner_;
   std::shared_ptr<python_dataset const> python_data_;
   std::mutex consumer_;  // one consumer at a time: next(), set_epoch(), restore(), close()
   std::optional<loader> loader_;

@@ -13,6 +13,7 @@
 #include "gpufeed/version.hpp"
 #include "loader.hpp"
 #include "stats.hpp"
+#include "workers/bindings.hpp"
 
 PYBIND11_MODULE(_gpufeed, m) {
   namespace py = pybind11;
@@ -23,6 +24,7 @@ PYBIND11_MODULE(_gpufeed, m) {
   gp::bind_datasets(m);
   gp::bind_loader(m);
   gp::bind_stats(m);
+  gp::bind_workers(m);
   m.attr("__version__") = gpufeed::version;
   m.def(
       "set_log_level", [](std::string const& level) { gpufeed::set_log_level(level); },

@@ -46,12 +46,71 @@ python_dataset::python_dataset(py::object data, py::object worker_init_fn)
   if (length == 0) throw std::invalid_argument{"dataset: it is empty (len() is 0)"};
   size_ = length;
   getitem_ = dataset_.attr("__getitem__");
-  py::object const first = getitem_(0);
-  try {
-    tree_ = sample_tree::infer(first);
-  } catch (std::invalid_argument const& e) {
-    throw std::invalid_argument{std::string{"dataset: "} + e.what()};
+}
+
+namespace {
+// A sample a worker thread read before the layout was known, and its own tree.
+class python_staged final : public staged_sample {
+ public:
+  python_staged(python_dataset const& owner, std::size_t index, py::object sample, sample_tree tree)
+      : owner_{owner}, index_{index}, sample_{sample.release().ptr()}, tree_{std::move(tree)} {}
+  ~python_staged() override {
+    release_reference(sample_);
+    if (python_usable()) {
+      worker_gil const gil;
+      tree_.clear();
+    } else {
+      tree_.clear_leaking();
+    }
   }
+  python_staged(python_staged const&) = delete;
+  python_staged& operator=(python_staged const&) = delete;
+
+  sample_spec spec() const override { return tree_.spec(); }
+  void write(sample_view out) override {
+    worker_gil const gil;
+    owner_.write_sample(sample_, index_, out, gil);
+  }
+  [[nodiscard]] sample_tree const& tree() const noexcept { return tree_; }
+
+ private:
+  python_dataset const& owner_;
+  std::size_t index_;
+  PyObject* sample_;  // dropped under the GIL, from whatever thread
+  sample_tree tree_;
+};
+}  // namespace
+
+std::unique_ptr<staged_sample> python_dataset::stage(std::size_t index,
+                                                     read_context const& ctx) const {
+  worker_gil const gil;
+  this_worker = worker_info{true, ctx.worker, workers_.load(), ctx.seed, dataset_.ptr()};
+  try {
+    init_worker(ctx.worker);
+    py::object sample = getitem_(index);
+    sample_tree tree;
+    try {
+      tree = sample_tree::infer(sample);
+    } catch (std::invalid_argument const& e) {
+      throw std::invalid_argument{"sample " + std::to_string(index) + ": " + e.what()};
+    }
+    this_worker = worker_info{};
+    return std::make_unique<python_staged>(*this, index, std::move(sample), std::move(tree));
+  } catch (py::error_already_set& e) {
+    this_worker = worker_info{};
+    e.restore();
+    throw python_error::fetch();
+  } catch (...) {
+    this_worker = worker_info{};
+    throw;
+  }
+}
+
+void python_dataset::layout_chosen(staged_sample const& first) const {
+  auto const& staged = dynamic_cast<python_staged const&>(first);
+  worker_gil const gil;
+  tree_ = sample_tree::from_description(staged.tree().describe(), staged.tree().spec(),
+                                        staged.tree().kinds());
   texts_.resize(tree_.spec().size());
   for (std::size_t f = 0; f < texts_.size(); ++f) {
     auto const kind = tree_.kind_of(f);
@@ -59,6 +118,19 @@ python_dataset::python_dataset(py::object data, py::object worker_init_fn)
       texts_[f].emplace(kind == sample_tree::leaf_kind::bytes, size_ + text_values_beyond_length);
     }
   }
+  learned_.store(true, std::memory_order_release);
+}
+
+sample_spec python_dataset::spec() const {
+  if (!learned_.load(std::memory_order_acquire)) {
+    throw logic_error{"gpufeed: the layout comes from the first sample a worker reads"};
+  }
+  return tree_.spec();
+}
+
+py::object python_dataset::structure() const {
+  if (!learned_.load(std::memory_order_acquire)) return py::none();
+  return tree_.describe();
 }
 
 python_dataset::~python_dataset() {
@@ -94,14 +166,31 @@ void python_dataset::init_worker(unsigned worker) const {
 }
 
 void python_dataset::read(std::size_t index, sample_view out, read_context const& ctx) const {
-  worker_gil gil;
-  auto const started = now_ns();
+  worker_gil const gil;
   this_worker = worker_info{true, ctx.worker, workers_.load(), ctx.seed, dataset_.ptr()};
+  try {
+    init_worker(ctx.worker);
+    auto const started = now_ns();
+    py::object sample = getitem_(index);
+    python_ns_.fetch_add(now_ns() - started, std::memory_order_relaxed);
+    write_sample(sample, index, out, gil);
+  } catch (py::error_already_set& e) {
+    this_worker = worker_info{};
+    e.restore();
+    throw python_error::fetch();
+  } catch (...) {
+    this_worker = worker_info{};
+    throw;
+  }
+  this_worker = worker_info{};
+}
+
+void python_dataset::write_sample(py::handle sample, std::size_t index, sample_view out,
+                                  worker_gil const& gil) const {
+  auto const started = now_ns();
   std::vector<std::unique_ptr<leaf_view>> leaves;
   std::size_t bytes = 0;
   try {
-    init_worker(ctx.worker);
-    py::object const sample = getitem_(index);
     leaves.resize(out.fields());
     tree_.for_each_leaf(sample, [&](std::size_t f, py::handle object, std::string const& path) {
       leaf_place const where{index, &path};
@@ -114,13 +203,14 @@ void python_dataset::read(std::size_t index, sample_view out, read_context const
       auto const& want = out.spec()[f];
       if (leaf->type() != want.type) {
         throw std::invalid_argument{where.text() + " is " + std::string{to_string(leaf->type())} +
-                                    " but sample 0's was " + std::string{to_string(want.type)} +
+                                    " but the first sample's was " +
+                                    std::string{to_string(want.type)} +
                                     "; return one dtype per field"};
       }
       std::span<std::int64_t const> const shape{leaf->shape(), leaf->rank()};
       if (!std::equal(shape.begin(), shape.end(), want.shape.begin(), want.shape.end())) {
         throw std::invalid_argument{where.text() + " has shape " + shape_text(shape) +
-                                    " but sample 0's was " + shape_text(want.shape) +
+                                    " but the first sample's was " + shape_text(want.shape) +
                                     "; batches need one shape per field: resize, crop or pad "
                                     "in the dataset"};
       }
@@ -146,7 +236,6 @@ void python_dataset::read(std::size_t index, sample_view out, read_context const
   }
   auto const copied = now_ns();
   leaves.clear();  // PyBuffer_Release and DLPack deleters, under the GIL
-  this_worker = worker_info{};
   wait_ns_.fetch_add(gil.waited_ns(), std::memory_order_relaxed);
   python_ns_.fetch_add((copy_started - started) + (now_ns() - copied), std::memory_order_relaxed);
   copy_ns_.fetch_add(copied - copy_started, std::memory_order_relaxed);

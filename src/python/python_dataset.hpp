@@ -1,7 +1,9 @@
 #pragma once
-// Any map-style Python dataset (__len__ and __getitem__) as a gpufeed::dataset: worker threads
-// call __getitem__ holding the GIL only inside Python, and copy each sample's leaves straight
-// into the batch slot (no collate, no stack), with the GIL released for large copies.
+// Any map-style Python dataset (__len__ and __getitem__) as a gpufeed::dataset read by worker
+// threads (worker_type="thread"): they call __getitem__ holding the GIL only inside Python, and
+// copy each sample's leaves straight into the batch slot (no collate, no stack), with the GIL
+// released for large copies. The layout comes from the first sample a worker reads
+// (dataset::stage), so nothing is read on the thread that makes the loader.
 
 #include <pybind11/pybind11.h>
 
@@ -11,6 +13,7 @@
 #include <optional>
 #include <vector>
 
+#include "gil.hpp"
 #include "gpufeed/batch.hpp"
 #include "gpufeed/dataset.hpp"
 #include "sample_tree.hpp"
@@ -42,7 +45,7 @@ struct worker_info {
 
 class python_dataset final : public dataset {
  public:
-  /// Takes len(dataset) and reads sample 0 to infer the fields (GIL held).
+  /// Takes len(dataset) (GIL held); reads nothing.
   /// @param worker_init_fn called once on each worker thread, with its id, before its first read
   /// (None: no call).
   python_dataset(py::object data, py::object worker_init_fn);
@@ -52,11 +55,20 @@ class python_dataset final : public dataset {
   python_dataset& operator=(python_dataset const&) = delete;
 
   [[nodiscard]] std::size_t size() const override { return size_; }
-  [[nodiscard]] sample_spec spec() const override { return tree_.spec(); }
+  /// The layout learned from the first sample. @throws logic_error before.
+  [[nodiscard]] sample_spec spec() const override;
   void read(std::size_t index, sample_view out, read_context const& ctx) const override;
+  [[nodiscard]] bool layout_from_first_sample() const override { return true; }
+  [[nodiscard]] std::unique_ptr<staged_sample> stage(std::size_t index,
+                                                     read_context const& ctx) const override;
+  void layout_chosen(staged_sample const& first) const override;
 
-  /// The sample's structure (see sample_tree::describe), GIL held.
-  [[nodiscard]] py::object structure() const { return tree_.describe(); }
+  /// The sample's structure (see sample_tree::describe), GIL held; None before the first
+  /// sample is read.
+  [[nodiscard]] py::object structure() const;
+  /// Writes `sample` (sample `index`) into `out`, the GIL held by `gil` (staged samples).
+  void write_sample(py::handle sample, std::size_t index, sample_view out,
+                    worker_gil const& gil) const;
   /// The str or bytes values of text field `field` of `b`, one per sample (GIL held).
   /// @throws std::invalid_argument when the field does not hold text.
   [[nodiscard]] py::list texts(batch const& b, std::size_t field) const;
@@ -76,7 +88,9 @@ class python_dataset final : public dataset {
   py::object dataset_;
   py::object getitem_;
   py::object worker_init_fn_;
-  sample_tree tree_;
+  // The layout's tree, set once (layout_chosen) before any read or write uses it.
+  mutable sample_tree tree_;
+  mutable std::atomic<bool> learned_{false};
   // Per field: the text table of a str or bytes field, empty for the others. Read and grown
   // under the GIL only (text_table).
   mutable std::vector<std::optional<text_table>> texts_;

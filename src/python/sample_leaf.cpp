@@ -47,10 +47,10 @@ leaf_view::leaf_view(PyObject* object, leaf_place const& where) {
     from_scalar(object);
     return;
   }
-  // Text is a leaf of its own kind (sample_tree, text_table): here only where sample 0 had a
-  // number or an array in its place.
+  // Text is a leaf of its own kind (sample_tree, text_table): here only where the first sample had
+  // a number or an array in its place.
   if (PyUnicode_Check(object) || PyBytes_Check(object)) {
-    refuse(where, "a " + type_name(object) + " where sample 0 had a number or an array");
+    refuse(where, "a " + type_name(object) + " where the first sample had a number or an array");
   }
   if (PyByteArray_Check(object)) {
     refuse(where, "a bytearray (return bytes for text, or a numpy uint8 array for data)");

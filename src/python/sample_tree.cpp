@@ -85,10 +85,74 @@ std::size_t sample_tree::add(py::handle object, std::string path, std::size_t de
   return n;
 }
 
+sample_tree sample_tree::from_description(py::handle description, sample_spec spec,
+                                          std::vector<leaf_kind> kinds) {
+  if (kinds.size() != spec.size()) {
+    throw std::invalid_argument{"a sample layout with " + std::to_string(spec.size()) +
+                                " fields and " + std::to_string(kinds.size()) + " leaf kinds"};
+  }
+  sample_tree tree;
+  tree.spec_ = std::move(spec);
+  tree.kinds_ = std::move(kinds);
+  tree.add_described(description, "", 0);
+  return tree;
+}
+
+std::size_t sample_tree::add_described(py::handle description, std::string path,
+                                       std::size_t depth) {
+  auto const bad = [&](std::string const& why) {
+    throw std::invalid_argument{"a sample structure that cannot be rebuilt at '" + path +
+                                "': " + why};
+  };
+  if (depth > max_depth || !py::isinstance<py::tuple>(description)) {
+    bad("not a structure node");
+  }
+  auto const node_of = py::reinterpret_borrow<py::tuple>(description);
+  if (node_of.empty()) bad("an empty node");
+  auto const what = node_of[0].cast<std::string>();
+  auto const n = nodes_.size();
+  nodes_.emplace_back();
+  nodes_[n].path = path;
+  auto const add_children = [&](py::handle children, auto name_of) {
+    std::size_t i = 0;
+    for (auto const child : children) {
+      auto const c = add_described(child, join(path, name_of(i)), depth + 1);
+      nodes_[n].children.push_back(c);
+      ++i;
+    }
+  };
+  auto const index_name = [](std::size_t i) { return std::to_string(i); };
+  if (what == "leaf" || what == "text") {
+    auto const field = node_of[1].cast<std::size_t>();
+    if (field >= spec_.size()) bad("field " + std::to_string(field) + " is not in the layout");
+    nodes_[n].what = kind::leaf;
+    nodes_[n].field = field;
+    nodes_[n].path = spec_[field].name;
+  } else if (what == "tuple" || what == "list") {
+    nodes_[n].what = what == "tuple" ? kind::tuple : kind::list;
+    add_children(node_of[1], index_name);
+  } else if (what == "namedtuple") {
+    nodes_[n].what = kind::named_tuple;
+    nodes_[n].type = py::reinterpret_borrow<py::object>(node_of[1]);
+    add_children(node_of[2], index_name);
+  } else if (what == "dict") {
+    nodes_[n].what = kind::dict;
+    nodes_[n].type = py::reinterpret_borrow<py::object>(node_of[1]);
+    std::vector<py::object> keys;
+    for (auto const key : node_of[2]) keys.push_back(py::reinterpret_borrow<py::object>(key));
+    add_children(node_of[3],
+                 [&](std::size_t i) { return py::str(keys.at(i)).cast<std::string>(); });
+    nodes_[n].keys = std::move(keys);
+  } else {
+    bad("an unknown node '" + what + "'");
+  }
+  return n;
+}
+
 void sample_tree::mismatch(node const& expected, py::handle got, char const* what) const {
   throw std::invalid_argument{
       "'" + (expected.path.empty() ? std::string{"the sample"} : expected.path) + "' is a " +
-      std::string{Py_TYPE(got.ptr())->tp_name} + " where sample 0 had " + what +
+      std::string{Py_TYPE(got.ptr())->tp_name} + " where the first sample had " + what +
       "; every sample must have the same structure"};
 }
 

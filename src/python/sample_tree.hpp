@@ -21,12 +21,20 @@ class sample_tree {
   /// @throws std::invalid_argument when a leaf is not a number, an array, str or bytes.
   static sample_tree infer(py::handle first);
 
+  /// What a field's leaf is in the first sample: an array or number, or text (its field holds an int64
+  /// id; see text_table).
+  enum class leaf_kind : unsigned char { array, str, bytes };
+
+  /// The tree that `describe()` described, with its fields and their kinds (GIL held): another
+  /// process's tree, rebuilt in a worker process.
+  /// @throws std::invalid_argument when the description does not fit the fields.
+  static sample_tree from_description(py::handle description, sample_spec spec,
+                                      std::vector<leaf_kind> kinds);
+
   /// The fields, one per leaf, in depth-first order.
   [[nodiscard]] sample_spec const& spec() const noexcept { return spec_; }
 
-  /// What a field's leaf is in sample 0: an array or number, or text (its field holds an int64
-  /// id; see text_table).
-  enum class leaf_kind : unsigned char { array, str, bytes };
+  [[nodiscard]] std::vector<leaf_kind> const& kinds() const noexcept { return kinds_; }
   [[nodiscard]] leaf_kind kind_of(std::size_t field) const noexcept { return kinds_[field]; }
 
   /// Calls `visit(field, leaf_object, path)` for each leaf of `sample`, in field order (GIL
@@ -59,6 +67,7 @@ class sample_tree {
   };
 
   std::size_t add(py::handle object, std::string path, std::size_t depth);
+  std::size_t add_described(py::handle description, std::string path, std::size_t depth);
   [[nodiscard]] py::object describe(std::size_t n) const;
   template <class Visit>
   void walk(std::size_t n, py::handle object, Visit& visit) const;

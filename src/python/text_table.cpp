@@ -16,7 +16,8 @@ std::int64_t text_table::intern(py::handle value, leaf_place const& where) {
   bool const right = bytes_ ? PyBytes_Check(value.ptr()) != 0 : PyUnicode_Check(value.ptr()) != 0;
   if (!right) {
     throw std::invalid_argument{where.text() + " is " + std::string{Py_TYPE(value.ptr())->tp_name} +
-                                " but sample 0's was " + want + "; return one type per field"};
+                                " but the first sample's was " + want +
+                                "; return one type per field"};
   }
   // An exact str or bytes as the key: a subclass (numpy.str_) could hash or compare in Python
   // code, which may hand the GIL to another worker between the lookup and the insert below.
@@ -35,13 +36,7 @@ std::int64_t text_table::intern(py::handle value, leaf_place const& where) {
   if (PyErr_Occurred() != nullptr) throw py::error_already_set();
   auto const id = static_cast<std::size_t>(PyList_GET_SIZE(values_.ptr()));
   if (id >= limit_) {
-    throw std::invalid_argument{
-        where.text() + ": more than " + std::to_string(limit_) + " distinct " + want +
-        " values; gpufeed keeps each distinct text value of a field once, to hand it back with "
-        "its batch, and keeps at most the dataset's length + " +
-        std::to_string(text_values_beyond_length) +
-        ": return text that repeats (file names, labels, ids), or encode free text as arrays "
-        "(token ids) in __getitem__"};
+    throw std::invalid_argument{too_many_text_values(where.text(), limit_, want)};
   }
   if (PyList_Append(values_.ptr(), key.ptr()) != 0) throw py::error_already_set();
   auto const number = py::int_(id);
@@ -77,6 +72,15 @@ void text_table::clear() noexcept {
 void text_table::clear_leaking() noexcept {
   (void)ids_.release();
   (void)values_.release();
+}
+
+std::string too_many_text_values(std::string const& where, std::size_t limit, char const* kind) {
+  return where + ": more than " + std::to_string(limit) + " distinct " + kind +
+         " values; gpufeed keeps each distinct text value of a field once, to hand it back with "
+         "its batch, and keeps at most the dataset's length + " +
+         std::to_string(text_values_beyond_length) +
+         ": return text that repeats (file names, labels, ids), or encode free text as arrays "
+         "(token ids) in __getitem__";
 }
 
 }  // namespace gpufeed::python

@@ -53,6 +53,11 @@ class text_table {
   py::object values_;  // a list, id -> value
 };
 
+/// What a text field that would keep value number `limit` + 1 says: `where` names the sample
+/// and field, `kind` is "str" or "bytes".
+[[nodiscard]] std::string too_many_text_values(std::string const& where, std::size_t limit,
+                                               char const* kind);
+
 /// Whether `object` is a text leaf (str or bytes, or a subclass).
 [[nodiscard]] bool is_text(py::handle object) noexcept;
 

@@ -8,6 +8,10 @@ import torch
 
 Point = collections.namedtuple("Point", ["a", "b"])
 
+# The kinds of workers a Python dataset can be read by (gpufeed.DataLoader's worker_type): the
+# suites run their cases on both where the behaviour must be the same.
+WORKER_TYPES = ["process", "thread"]
+
 
 class Sized(torch.utils.data.Dataset):
     """n samples; subclasses say what sample i is."""
@@ -67,6 +71,30 @@ class Indices(Sized):
 
     def __getitem__(self, i):
         return i
+
+
+class WorkerReport(Sized):
+    """Sample i: (i, the reading worker's id, num_workers, whether its dataset is this one, the
+    worker_init_fn calls its process has seen). Made to be read in worker threads and processes
+    alike: what a worker knows comes back in the batch."""
+
+    def __getitem__(self, i):
+        import gpufeed
+
+        info = gpufeed.get_worker_info()
+        assert info is not None, "get_worker_info() is None inside a worker"
+        assert torch.utils.data.get_worker_info() is None or (
+            torch.utils.data.get_worker_info().id == info.id)
+        return (i, info.id, info.num_workers, info.dataset is self,
+                np.array(INIT_CALLS + [-1] * (8 - len(INIT_CALLS)), dtype=np.int64))
+
+
+# worker_init_fn's calls in this process (a worker process's own, or every worker thread's).
+INIT_CALLS = []
+
+
+def record_init(worker_id):
+    INIT_CALLS.append(worker_id)
 
 
 ALL_FORMS = [TupleSamples, DictSamples, ListSamples, NamedSamples, BareSamples, TextSamples]

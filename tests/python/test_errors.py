@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import gpufeed
-from samples import Indices
+from samples import WORKER_TYPES, Indices
 
 
 @pytest.mark.parametrize("kwargs, words", [
@@ -38,7 +38,7 @@ def test_the_default_collate_is_accepted():
     assert [b.tolist() for b in loader] == [[0, 1], [2, 3]]
 
 
-def test_iterable_datasets_and_unbatchable_leaves_are_refused_with_the_reason():
+def test_iterable_datasets_are_refused_with_the_reason():
     class Stream(torch.utils.data.IterableDataset):
         def __iter__(self):
             return iter(range(3))
@@ -46,20 +46,27 @@ def test_iterable_datasets_and_unbatchable_leaves_are_refused_with_the_reason():
     with pytest.raises(ValueError, match="IterableDataset"):
         gpufeed.DataLoader(Stream())
 
-    class Holds(torch.utils.data.Dataset):
-        def __init__(self, leaf):
-            self.leaf = leaf
 
-        def __len__(self):
-            return 3
+class Holds(torch.utils.data.Dataset):
+    def __init__(self, leaf):
+        self.leaf = leaf
 
-        def __getitem__(self, i):
-            return {"what": self.leaf, "x": i}
+    def __len__(self):
+        return 3
 
-    for leaf, named in [(None, "None"), (bytearray(b"ab"), "bytearray.*return bytes"),
-                        (object(), "object")]:
-        with pytest.raises(ValueError, match=f"field 'what' is .*{named}"):
-            gpufeed.DataLoader(Holds(leaf))
+    def __getitem__(self, i):
+        return {"what": self.leaf, "x": i}
+
+
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+@pytest.mark.parametrize("leaf, named", [(None, "None"),
+                                         (bytearray(b"ab"), "bytearray.*return bytes"),
+                                         (object(), "object")], ids=["None", "bytearray", "object"])
+def test_unbatchable_leaves_are_refused_with_the_reason(worker_type, leaf, named):
+    # The layout comes from the first sample a worker reads: nothing is read before iterating.
+    loader = gpufeed.DataLoader(Holds(leaf), num_workers=2, worker_type=worker_type)
+    with pytest.raises(gpufeed.SampleError, match=f"field 'what' is .*{named}"):
+        next(iter(loader))
 
 
 class FailsAt(torch.utils.data.Dataset):
@@ -78,42 +85,49 @@ class FailsAt(torch.utils.data.Dataset):
         return np.full(3, i, dtype=np.int32)
 
 
-def test_a_failing_sample_raises_sample_error_chained_from_the_datasets_exception():
-    loader = gpufeed.DataLoader(FailsAt(20, [7]), batch_size=4, num_workers=2)
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+def test_a_failing_sample_raises_the_datasets_own_exception_with_gpufeeds_account(worker_type):
+    loader = gpufeed.DataLoader(FailsAt(20, [7]), batch_size=4, num_workers=2,
+                                worker_type=worker_type)
     it = iter(loader)
     assert next(it)[:, 0].tolist() == [0, 1, 2, 3]
-    with pytest.raises(gpufeed.SampleError) as caught:
+    with pytest.raises(KeyError) as caught:  # as an `except KeyError` written for torch
         next(it)
     e = caught.value
-    assert isinstance(e, RuntimeError)
-    assert e.index == 7 and e.epoch == 0 and e.file is None
-    assert isinstance(e.__cause__, KeyError)
-    text = "".join(traceback.format_exception(e))
+    account = e.sample_error
+    assert isinstance(account, gpufeed.SampleError)
+    assert account.index == 7 and account.epoch == 0 and account.file is None
+    text = "".join(traceback.format_exception(e)) + str(e)
     assert "in load" in text and "no record for 7" in text  # the dataset's own traceback
+    assert "sample 7 (epoch 0, worker" in text  # and gpufeed's context
     # The failed batch is consumed; iteration goes on with the next one.
     assert next(it)[:, 0].tolist() == [8, 9, 10, 11]
 
 
-def test_the_skip_policy_counts_and_lists_skips():
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+def test_the_skip_policy_counts_and_lists_skips(worker_type):
     loader = gpufeed.DataLoader(FailsAt(30, [3, 17, 18]), batch_size=5, num_workers=3,
-                                on_error="skip")
+                                on_error="skip", worker_type=worker_type)
     got = [int(x) for b in loader for x in b[:, 0]]
     assert got == [i for i in range(30) if i not in (3, 17, 18)]
     stats = loader.stats()
     assert stats["skipped"] == 3 and sorted(stats["skipped_indices"]) == [3, 17, 18]
 
 
-def test_a_sample_of_another_shape_or_dtype_names_its_index_and_field():
-    class Ragged(torch.utils.data.Dataset):
-        def __len__(self):
-            return 12
+class Ragged(torch.utils.data.Dataset):
+    def __len__(self):
+        return 12
 
-        def __getitem__(self, i):
-            length = 4 if i == 9 else 3
-            kind = np.float64 if i == 5 else np.float32
-            return {"x": np.zeros(length, dtype=np.float32), "y": np.zeros(2, dtype=kind)}
+    def __getitem__(self, i):
+        length = 4 if i == 9 else 3
+        kind = np.float64 if i == 5 else np.float32
+        return {"x": np.zeros(length, dtype=np.float32), "y": np.zeros(2, dtype=kind)}
 
-    loader = gpufeed.DataLoader(Ragged(), batch_size=3, on_error="raise")
+
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+def test_a_sample_of_another_shape_or_dtype_names_its_index_and_field(worker_type):
+    loader = gpufeed.DataLoader(Ragged(), batch_size=3, on_error="raise", num_workers=1,
+                                worker_type=worker_type)
     it = iter(loader)
     next(it)
     with pytest.raises(gpufeed.SampleError, match=r"sample 5, field 'y'.*float64") as caught:
@@ -168,22 +182,27 @@ def test_check_whole_file_decides_whether_a_file_cut_below_the_crop_fails(tmp_pa
     assert caught.value.file == str(cut) and caught.value.index == 1
     assert "1-cut.jpg" in str(caught.value) and "truncated" in str(caught.value)
 
-def test_sample_zero_failing_raises_the_datasets_own_exception():
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+def test_sample_zero_failing_raises_the_datasets_own_exception(worker_type):
+    loader = gpufeed.DataLoader(FailsAt(5, [0]), num_workers=2, worker_type=worker_type)
     with pytest.raises(KeyError, match="no record for 0"):
-        gpufeed.DataLoader(FailsAt(5, [0]))
+        next(iter(loader))
 
 
-def test_a_late_batch_raises_loader_timeout_error_naming_the_sample():
-    class Slow(torch.utils.data.Dataset):
-        def __len__(self):
-            return 8
+class SlowAtFive(torch.utils.data.Dataset):
+    def __len__(self):
+        return 8
 
-        def __getitem__(self, i):
-            if i == 5:
-                time.sleep(3)
-            return i
+    def __getitem__(self, i):
+        if i == 5:
+            time.sleep(3)
+        return i
 
-    loader = gpufeed.DataLoader(Slow(), batch_size=2, num_workers=2, timeout=0.5)
+
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+def test_a_late_batch_raises_loader_timeout_error_naming_the_sample(worker_type):
+    loader = gpufeed.DataLoader(SlowAtFive(), batch_size=2, num_workers=2, timeout=0.5,
+                                worker_type=worker_type)
     it = iter(loader)
     next(it), next(it)
     with pytest.raises(gpufeed.LoaderTimeoutError) as caught:
@@ -198,13 +217,16 @@ def test_missing_files_raise_file_error():
     assert "x.h5" in caught.value.path
 
 
-def test_every_failed_sample_of_a_batch_is_listed():
-    loader = gpufeed.DataLoader(FailsAt(12, [5, 6]), batch_size=4, num_workers=2)
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+def test_every_failed_sample_of_a_batch_is_listed(worker_type):
+    loader = gpufeed.DataLoader(FailsAt(12, [5, 6]), batch_size=4, num_workers=2,
+                                worker_type=worker_type)
     it = iter(loader)
     next(it)
-    with pytest.raises(gpufeed.SampleError) as caught:
+    with pytest.raises(KeyError) as caught:
         next(it)
-    failures = caught.value.failures
+    account = caught.value.sample_error
+    failures = account.failures
     assert [f.index for f in failures] == [5, 6] and all(f.epoch == 0 for f in failures)
     assert "no record for 6" in failures[1].message
-    assert caught.value.index == 5 and isinstance(caught.value.__cause__, KeyError)
+    assert account.index == 5 and "no record for 5" in str(caught.value)

@@ -10,15 +10,18 @@ from torch.utils.data import (BatchSampler, DataLoader as TorchLoader, Distribut
                               RandomSampler, SequentialSampler, SubsetRandomSampler)
 
 import gpufeed
-from samples import ALL_FORMS, Indices, assert_same, indices_of
+import samples
+from samples import ALL_FORMS, WORKER_TYPES, Indices, WorkerReport, assert_same, indices_of
 
 
 @pytest.mark.parametrize("form", ALL_FORMS, ids=lambda c: c.__name__)
 @pytest.mark.parametrize("drop_last", [False, True])
 @pytest.mark.parametrize("workers", [0, 3])
-def test_same_batches_as_torch_without_shuffle(form, drop_last, workers):
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+def test_same_batches_as_torch_without_shuffle(form, drop_last, workers, worker_type):
     data = form(23)
-    ours = gpufeed.DataLoader(data, batch_size=4, num_workers=workers, drop_last=drop_last)
+    ours = gpufeed.DataLoader(data, batch_size=4, num_workers=workers, drop_last=drop_last,
+                              worker_type=worker_type)
     theirs = TorchLoader(data, batch_size=4, drop_last=drop_last)
     assert len(ours) == len(theirs)
     got = list(ours)  # every batch kept alive: the ring grows past its depth
@@ -248,36 +251,35 @@ def test_a_new_iter_starts_the_next_epoch_after_a_break():
     assert indices_of(reference) == full
 
 
-def test_numpy_output_and_worker_info():
-    seen = []
-
-    class Spy(torch.utils.data.Dataset):
-        def __len__(self):
-            return 12
-
-        def __getitem__(self, i):
-            info = gpufeed.get_worker_info()
-            # None once: gpufeed reads sample 0 on the calling thread to learn its layout.
-            seen.append(None if info is None else
-                        (info["id"], info["num_workers"], info["dataset"] is self))
-            return np.float32(i)
-
-    loader = gpufeed.DataLoader(Spy(), batch_size=4, num_workers=3, output="numpy")
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+def test_numpy_output_and_worker_info(worker_type):
+    # Every sample is read inside a worker (the layout comes from the first one a worker reads).
+    loader = gpufeed.DataLoader(WorkerReport(12), batch_size=4, num_workers=3, output="numpy",
+                                worker_type=worker_type)
     batches = list(loader)
-    assert all(isinstance(b, np.ndarray) and b.dtype == np.float32 for b in batches)
-    assert np.concatenate(batches).tolist() == list(range(12))
-    assert seen.count(None) == 1 and seen[0] is None
-    assert all(n == 3 and same and 0 <= w < 3 for w, n, same in seen[1:])
+    assert all(isinstance(b[0], np.ndarray) and b[0].dtype == np.int64 for b in batches)
+    assert np.concatenate([b[0] for b in batches]).tolist() == list(range(12))
+    for b in batches:
+        assert set(b[1].tolist()) <= {0, 1, 2} and set(b[2].tolist()) == {3}
+        assert b[3].all()  # get_worker_info().dataset is the dataset the worker reads
     assert gpufeed.get_worker_info() is None
 
 
-def test_worker_init_fn_runs_once_per_worker_thread():
-    calls = []
-    loader = gpufeed.DataLoader(Indices(64), batch_size=2, num_workers=4,
-                                worker_init_fn=calls.append)
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+def test_worker_init_fn_runs_once_per_worker_before_its_reads(worker_type):
+    samples.INIT_CALLS.clear()
+    loader = gpufeed.DataLoader(WorkerReport(64), batch_size=2, num_workers=4,
+                                worker_init_fn=samples.record_init, worker_type=worker_type)
     for _ in range(2):
-        list(loader)
-    assert sorted(calls) == sorted(set(calls)) and set(calls) <= {0, 1, 2, 3} and calls
+        for _, workers, _, _, calls in loader:
+            for worker, seen in zip(workers.tolist(), calls.tolist()):
+                seen = [c for c in seen if c >= 0]
+                assert worker in seen  # this worker's init ran before this read
+                if worker_type == "process":
+                    assert seen == [worker]  # once, in its own process
+    if worker_type == "thread":  # one process: every worker's call is here, once each
+        assert sorted(samples.INIT_CALLS) == sorted(set(samples.INIT_CALLS))
+        assert set(samples.INIT_CALLS) <= {0, 1, 2, 3}
 
 
 def test_diagnosis_and_stats_are_there():
@@ -311,7 +313,7 @@ def test_the_diagnosis_names_the_gil_when_python_work_serializes_the_workers():
                 total += k * i
             return np.int64(total % 7)
 
-    loader = gpufeed.DataLoader(PurePython(), batch_size=4, num_workers=4)
+    loader = gpufeed.DataLoader(PurePython(), batch_size=4, num_workers=4, worker_type="thread")
     for _ in loader:
         pass
     d = loader.diagnose()

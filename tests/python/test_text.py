@@ -10,7 +10,7 @@ import torch
 from torch.utils.data import DataLoader as TorchLoader
 
 import gpufeed
-from samples import TextSamples, assert_same
+from samples import WORKER_TYPES, TextSamples, assert_same
 
 
 class Captioned(torch.utils.data.Dataset):
@@ -35,10 +35,11 @@ def check_aligned(batch):
         assert label == (b"cat", b"dog")[x % 2]
 
 
-def test_text_follows_its_sample_through_shuffles_skips_and_threads():
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+def test_text_follows_its_sample_through_shuffles_skips_and_workers(worker_type):
     data = Captioned(600, bad=[5, 77, 78, 599])
     loader = gpufeed.DataLoader(data, batch_size=16, shuffle=True, num_workers=4,
-                                on_error="skip", seed=3)
+                                on_error="skip", seed=3, worker_type=worker_type)
     for epoch in range(2):
         seen = []
         for batch in loader:
@@ -51,10 +52,12 @@ def test_text_follows_its_sample_through_shuffles_skips_and_threads():
     assert loader._native_dataset.texts_kept == 596 + 2
 
 
-def test_the_same_batches_as_torch_with_a_shuffled_sampler():
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+def test_the_same_batches_as_torch_with_a_shuffled_sampler(worker_type):
     data = TextSamples(40)
     sampler = torch.utils.data.RandomSampler(data, generator=torch.Generator().manual_seed(5))
-    ours = list(gpufeed.DataLoader(data, batch_size=6, sampler=sampler, num_workers=3))
+    ours = list(gpufeed.DataLoader(data, batch_size=6, sampler=sampler, num_workers=3,
+                                   worker_type=worker_type))
     sampler = torch.utils.data.RandomSampler(data, generator=torch.Generator().manual_seed(5))
     theirs = list(TorchLoader(data, batch_size=6, sampler=sampler))
     assert len(ours) == len(theirs)
@@ -76,7 +79,8 @@ def test_a_bare_text_sample_gives_a_list():
 
 
 def test_the_log_names_the_text_fields(capfd):
-    gpufeed.DataLoader(Captioned(8), batch_size=4)
+    gpufeed.set_log_level("info")
+    next(iter(gpufeed.DataLoader(Captioned(8), batch_size=4)))  # the layout is learned
     err = capfd.readouterr().err
     assert "text fields 'path', 'label'" in err
     assert "path:int64[]" in err  # what the batch holds in their place
@@ -91,12 +95,13 @@ def test_text_values_outlive_the_loader():
 
 
 @pytest.mark.parametrize("first, later, said", [
-    ("a", b"b", r"sample 3, field 'v' is bytes but sample 0's was str"),
-    (b"a", "b", r"sample 3, field 'v' is str but sample 0's was bytes"),
-    ("a", 7, r"sample 3, field 'v' is int but sample 0's was str"),
-    (7, "b", r"sample 3, field 'v' is a str where sample 0 had a number or an array"),
+    ("a", b"b", r"sample 3, field 'v' is bytes but the first sample's was str"),
+    (b"a", "b", r"sample 3, field 'v' is str but the first sample's was bytes"),
+    ("a", 7, r"sample 3, field 'v' is int but the first sample's was str"),
+    (7, "b", r"sample 3, field 'v' is a str where the first sample had a number or an array"),
 ])
-def test_a_field_that_changes_type_names_the_sample_and_field(first, later, said):
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+def test_a_field_that_changes_type_names_the_sample_and_field(first, later, said, worker_type):
     class Changes(torch.utils.data.Dataset):
         def __len__(self):
             return 6
@@ -104,7 +109,8 @@ def test_a_field_that_changes_type_names_the_sample_and_field(first, later, said
         def __getitem__(self, i):
             return {"v": later if i == 3 else first}
 
-    it = iter(gpufeed.DataLoader(Changes(), batch_size=3))
+    it = iter(gpufeed.DataLoader(Changes(), batch_size=3, num_workers=1,
+                                 worker_type=worker_type))
     next(it)
     with pytest.raises(gpufeed.SampleError, match=said) as caught:
         next(it)
@@ -127,7 +133,8 @@ def test_text_that_never_repeats_is_refused_past_its_bound():
                 self.reads += 1
                 return f"caption {self.reads}"
 
-    loader = gpufeed.DataLoader(Fresh(), batch_size=2000, num_workers=2)
+    # Threads: the reads' counter is the dataset's, shared by the workers.
+    loader = gpufeed.DataLoader(Fresh(), batch_size=2000, num_workers=2, worker_type="thread")
     assert sum(len(b) for b in loader) == 70000
     with pytest.raises(gpufeed.SampleError, match=r"field 'sample': more than 135536 distinct str values"):
         for _ in loader:

@@ -1,0 +1,70 @@
+#include "bindings.hpp"
+
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "../batch.hpp"
+#include "process_dataset.hpp"
+#include "worker_loop.hpp"
+
+namespace gpufeed::python {
+
+namespace py = pybind11;
+using workers::process_dataset;
+
+void bind_workers(py::module_& m) {
+  py::class_<process_dataset, dataset, std::shared_ptr<process_dataset>>(
+      m, "ProcessDataset", py::dynamic_attr(),
+      "A Python dataset read by worker processes (gpufeed/_workers.py starts them).")
+      .def(py::init<std::size_t, unsigned>(), py::arg("size"), py::arg("workers"))
+      .def(
+          "files",
+          [](process_dataset const& d, unsigned worker) {
+            auto const f = d.files(worker);
+            return py::make_tuple(f.control, f.arena, f.to_worker, f.to_main);
+          },
+          py::arg("worker"),
+          "Worker `worker`'s descriptors: control region, arena, its two eventfds.")
+      .def_property_readonly("arena_reserve", &process_dataset::arena_reserve)
+      .def_property_readonly("workers", &process_dataset::workers)
+      .def("attach", &process_dataset::attach, py::arg("worker"), py::arg("pid"))
+      .def("stop_workers", &process_dataset::stop_workers)
+      .def_property_readonly("structure",
+                             [](process_dataset const& d) -> py::object {
+                               auto s = d.structure();
+                               if (s.empty()) return py::none();
+                               return py::bytes(s);
+                             })
+      .def_property_readonly("text_fields", &process_dataset::text_fields)
+      .def_property_readonly("texts_kept", &process_dataset::texts_kept)
+      .def(
+          "texts",
+          [](process_dataset const& d, batch_lease const& b, std::size_t field) {
+            return d.texts(b.value, field);
+          },
+          py::arg("batch"), py::arg("field"));
+
+  m.def(
+      "_worker_loop",
+      [](py::object const& dataset, unsigned worker, unsigned workers, py::tuple const& files,
+         std::size_t arena_reserve, int main_pid, py::object const& describe,
+         py::object const& init_error) {
+        workers::worker_setup const setup{worker,
+                                          workers,
+                                          files[0].cast<int>(),
+                                          files[1].cast<int>(),
+                                          files[2].cast<int>(),
+                                          files[3].cast<int>(),
+                                          arena_reserve,
+                                          main_pid};
+        workers::run_worker_loop(dataset, setup, describe, init_error);
+      },
+      py::arg("dataset"), py::arg("worker"), py::arg("workers"), py::arg("files"),
+      py::arg("arena_reserve"), py::arg("main_pid"), py::arg("describe"), py::arg("init_error"),
+      "Runs worker process `worker`'s loop until the loader stops it or its process is gone.");
+}
+
+}  // namespace gpufeed::python

@@ -1,0 +1,532 @@
+#include "process_dataset.hpp"
+
+#include <signal.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <iterator>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "../gil.hpp"
+#include "../text_table.hpp"
+#include "gpufeed/detail/host_resources.hpp"
+
+namespace gpufeed::python::workers {
+
+namespace {
+constexpr std::size_t page_bytes = 4096;
+// How often a wait for a worker checks whether the loader stopped (a death is seen at once).
+constexpr int stop_check_ms = 100;
+
+// The most address space the ring may take: twice the machine's memory, at least 64 GiB (it
+// costs nothing until written).
+std::size_t arena_reserve_bytes() {
+  auto const physical = detail::physical_memory_bytes();
+  return std::max<std::size_t>(std::size_t{64} << 30, 2 * physical);
+}
+
+std::string samples_text(std::span<sample_read const> reads) {
+  std::string text = reads.size() == 1 ? "sample " : "samples ";
+  for (std::size_t k = 0; k < reads.size(); ++k) {
+    text += (k == 0 ? "" : ", ") + std::to_string(reads[k].index);
+  }
+  return text + " of epoch " + std::to_string(reads.front().context.epoch);
+}
+
+std::string signal_name(int signal) {
+  char const* abbrev = ::sigabbrev_np(signal);
+  return abbrev != nullptr ? std::string{"SIG"} + abbrev : std::to_string(signal);
+}
+}  // namespace
+
+// ---- the arena
+// ------------------------------------------------------------------------------------
+
+shared_arena::shared_arena(std::size_t reserve)
+    : mapping_{shared_mapping::create("gpufeed-ring", reserve)} {}
+
+std::byte* shared_arena::slot_memory(std::size_t, std::size_t bytes) {
+  std::lock_guard const lock{mutex_};
+  auto const offset = used_;
+  auto const rounded = (bytes + page_bytes - 1) / page_bytes * page_bytes;
+  try {
+    mapping_.grow(offset + rounded);
+  } catch (std::system_error const& e) {
+    throw out_of_memory{std::string{"gpufeed: the shared ring cannot grow by a slot of "} +
+                        std::to_string(bytes) + " bytes (" + e.what() +
+                        "); lower batch_size or prefetch_depth"};
+  }
+  used_ = offset + rounded;
+  return mapping_.base() + offset;
+}
+
+std::uint64_t shared_arena::offset_of(std::byte const* p) const {
+  if (p < mapping_.base() || p >= mapping_.base() + mapping_.size()) {
+    throw std::out_of_range{"gpufeed: a batch slot outside the shared ring"};
+  }
+  return static_cast<std::uint64_t>(p - mapping_.base());
+}
+
+// ---- text values
+// ----------------------------------------------------------------------------------
+
+// A text field's distinct values, kept once each and bounded (as text_table, without Python:
+// the loader's worker threads intern them from the replies).
+class process_dataset::text_values {
+ public:
+  text_values(bool bytes, std::size_t limit) : bytes_{bytes}, limit_{limit} {}
+  ~text_values() {
+    for (auto* object : objects_) release_reference(object);
+  }
+  text_values(text_values const&) = delete;
+  text_values& operator=(text_values const&) = delete;
+
+  std::int64_t intern(std::string_view value, std::size_t index, std::string const& field) {
+    std::lock_guard const lock{mutex_};
+    auto const found = ids_.find(std::string{value});
+    if (found != ids_.end()) return found->second;
+    if (values_.size() >= limit_) {
+      throw std::invalid_argument{
+          too_many_text_values("sample " + std::to_string(index) + ", field '" + field + "'",
+                               limit_, bytes_ ? "bytes" : "str")};
+    }
+    auto const id = static_cast<std::int64_t>(values_.size());
+    values_.emplace_back(value);
+    ids_.emplace(values_.back(), id);
+    return id;
+  }
+
+  [[nodiscard]] std::size_t size() {
+    std::lock_guard const lock{mutex_};
+    return values_.size();
+  }
+
+  // GIL held: Python objects are made once per value and kept.
+  py::list values(std::span<std::int64_t const> ids) {
+    py::list out;
+    for (auto const id : ids) {
+      std::string_view value;
+      {
+        std::lock_guard const lock{mutex_};
+        if (id < 0 || static_cast<std::size_t>(id) >= values_.size()) {
+          throw std::out_of_range{"gpufeed: an unknown text id " + std::to_string(id)};
+        }
+        value = values_[static_cast<std::size_t>(id)];  // deque: stable while others are added
+      }
+      auto const i = static_cast<std::size_t>(id);
+      if (objects_.size() <= i) objects_.resize(i + 1, nullptr);
+      if (objects_[i] == nullptr) {
+        objects_[i] = bytes_ ? PyBytes_FromStringAndSize(value.data(), std::ssize(value))
+                             : PyUnicode_DecodeUTF8(value.data(), std::ssize(value), "strict");
+        if (objects_[i] == nullptr) throw py::error_already_set();
+      }
+      out.append(py::reinterpret_borrow<py::object>(objects_[i]));
+    }
+    return out;
+  }
+
+ private:
+  bool bytes_;
+  std::size_t limit_;
+  std::mutex mutex_;
+  std::deque<std::string> values_;
+  std::unordered_map<std::string, std::int64_t> ids_;
+  std::vector<PyObject*> objects_;  // under the GIL
+};
+
+// ---- one worker
+// -----------------------------------------------------------------------------------
+
+struct process_dataset::link {
+  unsigned id = 0;
+  mailbox* box = nullptr;
+  file_descriptor to_worker;
+  file_descriptor to_main;
+  file_descriptor pidfd;
+  int pid = -1;
+  std::mutex mutex;  // one task at a time
+  std::uint64_t sequence = 0;
+  bool layout_sent = false;
+  std::uint64_t next_token = 0;
+  std::string death;  // how it ended, once it did: every later task fails so
+};
+
+// A sample a worker process read and keeps until it can be written.
+class remote_staged final : public staged_sample {
+ public:
+  remote_staged(process_dataset const& owner, unsigned worker, std::uint64_t token,
+                sample_layout_message layout)
+      : owner_{owner}, worker_{worker}, token_{token}, layout_{std::move(layout)} {}
+  ~remote_staged() override {
+    if (!written_) owner_.drop_staged(worker_, token_);
+  }
+  remote_staged(remote_staged const&) = delete;
+  remote_staged& operator=(remote_staged const&) = delete;
+
+  sample_spec spec() const override { return layout_.spec; }
+  void write(sample_view out) override {
+    written_ = true;
+    owner_.write_staged(worker_, token_, out);
+  }
+  [[nodiscard]] sample_layout_message const& layout() const noexcept { return layout_; }
+
+ private:
+  process_dataset const& owner_;
+  unsigned worker_;
+  std::uint64_t token_;
+  sample_layout_message layout_;
+  bool written_ = false;
+};
+
+process_dataset::process_dataset(std::size_t size, unsigned workers)
+    : size_{size},
+      arena_{std::make_shared<shared_arena>(arena_reserve_bytes())},
+      control_{shared_mapping::create("gpufeed-mailboxes", control_bytes(std::max(workers, 1U)))} {
+  if (size_ == 0) throw std::invalid_argument{"dataset: it is empty (len() is 0)"};
+  auto const n = std::max(workers, 1U);
+  control_.grow(control_bytes(n));
+  for (unsigned w = 0; w < n; ++w) {
+    auto l = std::make_unique<link>();
+    l->id = w;
+    l->box = new (control_.base() + w * sizeof(mailbox)) mailbox{};
+    l->to_worker = file_descriptor{make_eventfd()};
+    l->to_main = file_descriptor{make_eventfd()};
+    links_.push_back(std::move(l));
+  }
+}
+
+process_dataset::~process_dataset() = default;
+
+process_dataset::worker_files process_dataset::files(unsigned worker) const {
+  auto const& l = *links_.at(worker);
+  return {control_.fd(), arena_->fd(), l.to_worker.get(), l.to_main.get()};
+}
+
+void process_dataset::attach(unsigned worker, int pid) {
+  auto& l = *links_.at(worker);
+  std::lock_guard const lock{l.mutex};
+  l.pid = pid;
+  l.pidfd = file_descriptor{open_pidfd(pid)};
+}
+
+void process_dataset::stop_workers() noexcept {
+  for (auto& l : links_) {
+    l->box->stop.store(true, std::memory_order_release);
+    try {
+      signal_event(l->to_worker.get());
+    } catch (...) {
+      // a worker that cannot be woken is ended by the caller
+    }
+  }
+}
+
+// ---- tasks
+// ----------------------------------------------------------------------------------------
+
+template <class Write>
+reply_status process_dataset::exchange(link& w, task_kind kind, Write const& write,
+                                       std::string const& holding,
+                                       std::atomic<bool> const* stop) const {
+  if (!w.death.empty()) throw worker_error{w.death};
+  auto const answered = [&] {
+    return w.box->answered.load(std::memory_order_acquire) == w.sequence;
+  };
+  auto const await = [&](std::string const& what) {
+    while (!answered()) {
+      switch (wait_event(w.to_main.get(), w.pidfd.get(), stop_check_ms)) {
+        case wait_result::ready:
+          drain_event(w.to_main.get());
+          break;
+        case wait_result::peer_gone:
+          if (!answered()) throw_dead(w, what);
+          break;
+        case wait_result::timed_out:
+          if (w.pidfd.get() < 0 && w.pid > 0 && ::kill(w.pid, 0) != 0) throw_dead(w, what);
+          if (stop != nullptr && stop->load(std::memory_order_relaxed)) {
+            throw worker_error{"gpufeed: the loader stopped while worker " + std::to_string(w.id) +
+                               " was reading " + what};
+          }
+          break;
+      }
+    }
+  };
+  await("an earlier task");  // one abandoned when the loader stopped
+  payload_writer out{std::span{w.box->payload, mailbox_payload_bytes}};
+  write(out);
+  w.box->kind = static_cast<std::uint32_t>(kind);
+  w.box->status = 0;
+  w.box->bytes = out.used();
+  w.box->posted.store(++w.sequence, std::memory_order_release);
+  signal_event(w.to_worker.get());
+  await(holding);
+  return static_cast<reply_status>(w.box->status);
+}
+
+void process_dataset::throw_dead(link& w, std::string const& holding) const {
+  std::string how = "ended";
+  std::string advice;
+  siginfo_t info{};
+  if (w.pid > 0 &&
+      ::waitid(P_PID, static_cast<id_t>(w.pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+      info.si_pid == w.pid) {
+    if (info.si_code == CLD_EXITED) {
+      how = "exited with status " + std::to_string(info.si_status);
+    } else if (info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED) {
+      how = "was killed by signal " + std::to_string(info.si_status) + " (" +
+            signal_name(info.si_status) + ")";
+      if (info.si_status == SIGKILL) {
+        advice =
+            ". The kernel's out-of-memory killer ends processes with SIGKILL: check dmesg, "
+            "and lower num_workers or the memory each sample takes";
+      }
+    }
+  }
+  w.death = "gpufeed: worker process " + std::to_string(w.id) + " (pid " + std::to_string(w.pid) +
+            ") " + how + " while reading " + holding +
+            "; the loader cannot go on (make a new one)" + advice;
+  throw worker_error{w.death};
+}
+
+void process_dataset::throw_fatal(link& w) const {
+  payload_reader in{std::span<std::byte const>{w.box->payload, w.box->bytes}};
+  std::string text{in.get_bytes()};
+  std::string pickled{in.get_bytes()};
+  w.death = text;
+  throw remote_worker_error{text, std::move(pickled)};
+}
+
+void process_dataset::send_layout(link& w, std::atomic<bool> const* stop) const {
+  if (w.layout_sent) return;
+  sample_layout_message layout;
+  {
+    std::lock_guard const lock{layout_mutex_};
+    if (!layout_) throw logic_error{"gpufeed: a read before the layout was chosen"};
+    layout = *layout_;
+  }
+  if (exchange(
+          w, task_kind::layout, [&](payload_writer& out) { put_layout(out, layout); },
+          "the batch layout", stop) == reply_status::fatal) {
+    throw_fatal(w);
+  }
+  w.layout_sent = true;
+}
+
+void process_dataset::take_records(link& w, std::span<sample_view const> outs,
+                                   std::span<std::size_t const> ids,
+                                   std::span<std::exception_ptr> failures) const {
+  payload_reader in{std::span<std::byte const>{w.box->payload, w.box->bytes}};
+  auto const records = in.get<std::uint32_t>();
+  for (std::uint32_t r = 0; r < records; ++r) {
+    auto const kind = static_cast<record_kind>(in.get<std::uint8_t>());
+    auto const k = in.get<std::uint32_t>();
+    if (k >= outs.size()) throw std::runtime_error{"gpufeed: a worker's reply names no sample"};
+    switch (kind) {
+      case record_kind::text: {
+        auto const field = in.get<std::uint32_t>();
+        auto const value = in.get_bytes();
+        if (field >= texts_.size() || !texts_[field]) {
+          throw std::runtime_error{"gpufeed: a worker sent text for a field that holds none"};
+        }
+        try {
+          auto const id = texts_[field]->intern(value, ids[k], outs[k].spec()[field].name);
+          std::memcpy(outs[k].bytes(field).data(), &id, sizeof id);
+        } catch (...) {
+          if (!failures[k]) failures[k] = std::current_exception();
+        }
+        break;
+      }
+      case record_kind::python_error: {
+        std::string text{in.get_bytes()};
+        std::string pickled{in.get_bytes()};
+        failures[k] = std::make_exception_ptr(remote_python_error{text, std::move(pickled)});
+        break;
+      }
+      case record_kind::check_error:
+        failures[k] = std::make_exception_ptr(std::invalid_argument{std::string{in.get_bytes()}});
+        break;
+      default:
+        throw std::runtime_error{"gpufeed: a worker's reply holds an unknown record"};
+    }
+  }
+}
+
+void process_dataset::read_each(std::span<sample_read> reads) const {
+  if (reads.empty()) return;
+  auto const* stop = reads.front().context.stop;
+  auto& w = *links_[reads.front().context.worker % links_.size()];
+  std::lock_guard const lock{w.mutex};
+  try {
+    send_layout(w, stop);
+    auto const fields = reads.front().out.fields();
+    auto const status = exchange(
+        w, task_kind::read,
+        [&](payload_writer& out) {
+          out.put<std::uint64_t>(reads.front().context.epoch);
+          out.put<std::uint32_t>(static_cast<std::uint32_t>(reads.size()));
+          out.put<std::uint32_t>(static_cast<std::uint32_t>(fields));
+          for (auto const& r : reads) {
+            out.put<std::uint64_t>(r.index);
+            for (std::size_t f = 0; f < fields; ++f) {
+              out.put<std::uint64_t>(arena_->offset_of(r.out.bytes(f).data()));
+            }
+          }
+        },
+        samples_text(reads), stop);
+    if (status == reply_status::fatal) throw_fatal(w);
+    std::vector<sample_view> outs;
+    std::vector<std::size_t> ids;
+    std::vector<std::exception_ptr> failures(reads.size());
+    outs.reserve(reads.size());
+    ids.reserve(reads.size());
+    for (auto const& r : reads) {
+      outs.push_back(r.out);
+      ids.push_back(r.index);
+    }
+    take_records(w, outs, ids, failures);
+    for (std::size_t k = 0; k < reads.size(); ++k) reads[k].failure = failures[k];
+  } catch (worker_error const&) {
+    throw;
+  } catch (std::exception const& e) {
+    // The channel itself failed (a message cut short, a system call): no sample's fault.
+    w.death = std::string{"gpufeed: worker process "} + std::to_string(w.id) + ": " + e.what();
+    throw worker_error{w.death};
+  }
+}
+
+void process_dataset::read(std::size_t index, sample_view out, read_context const& ctx) const {
+  sample_read one{index, out, ctx, nullptr};
+  read_each(std::span{&one, 1});
+  if (one.failure) std::rethrow_exception(one.failure);
+}
+
+std::unique_ptr<staged_sample> process_dataset::stage(std::size_t index,
+                                                      read_context const& ctx) const {
+  auto& w = *links_[ctx.worker % links_.size()];
+  std::lock_guard const lock{w.mutex};
+  auto const token = ++w.next_token;
+  auto const holding = "sample " + std::to_string(index) + " of epoch " + std::to_string(ctx.epoch);
+  if (exchange(
+          w, task_kind::stage,
+          [&](payload_writer& out) {
+            out.put<std::uint64_t>(index).put<std::uint64_t>(ctx.epoch).put<std::uint64_t>(token);
+          },
+          holding, ctx.stop) == reply_status::fatal) {
+    throw_fatal(w);
+  }
+  payload_reader in{std::span<std::byte const>{w.box->payload, w.box->bytes}};
+  if (in.get<std::uint8_t>() == 0) {  // the read failed: one record says how
+    auto const kind = static_cast<record_kind>(in.get<std::uint8_t>());
+    std::string text{in.get_bytes()};
+    if (kind == record_kind::python_error) {
+      throw remote_python_error{text, std::string{in.get_bytes()}};
+    }
+    throw std::invalid_argument{text};
+  }
+  auto layout = get_layout(in);
+  return std::make_unique<remote_staged>(*this, w.id, token, std::move(layout));
+}
+
+void process_dataset::layout_chosen(staged_sample const& first) const {
+  auto const* remote = dynamic_cast<remote_staged const*>(&first);
+  if (remote == nullptr) throw logic_error{"gpufeed: a staged sample of another dataset"};
+  std::lock_guard const lock{layout_mutex_};
+  layout_ = remote->layout();
+  texts_.clear();
+  for (auto const kind : layout_->kinds) {
+    if (kind == sample_tree::leaf_kind::array) {
+      texts_.push_back(nullptr);
+    } else {
+      texts_.push_back(std::make_unique<text_values>(kind == sample_tree::leaf_kind::bytes,
+                                                     size_ + text_values_beyond_length));
+    }
+  }
+}
+
+void process_dataset::write_staged(unsigned worker, std::uint64_t token, sample_view out) const {
+  auto& w = *links_.at(worker);
+  std::lock_guard const lock{w.mutex};
+  send_layout(w, nullptr);
+  auto const fields = out.fields();
+  if (exchange(
+          w, task_kind::write_staged,
+          [&](payload_writer& msg) {
+            msg.put<std::uint64_t>(token).put<std::uint32_t>(static_cast<std::uint32_t>(fields));
+            for (std::size_t f = 0; f < fields; ++f) {
+              msg.put<std::uint64_t>(arena_->offset_of(out.bytes(f).data()));
+            }
+          },
+          "a staged sample", nullptr) == reply_status::fatal) {
+    throw_fatal(w);
+  }
+  std::exception_ptr failure;
+  std::size_t const none = 0;
+  take_records(w, std::span{&out, 1}, std::span{&none, 1}, std::span{&failure, 1});
+  if (failure) std::rethrow_exception(failure);
+}
+
+void process_dataset::drop_staged(unsigned worker, std::uint64_t token) const noexcept {
+  try {
+    auto& w = *links_.at(worker);
+    std::lock_guard const lock{w.mutex};
+    if (!w.death.empty()) return;
+    std::atomic<bool> const give_up{true};  // a worker busy elsewhere keeps it: no wait
+    (void)exchange(
+        w, task_kind::drop_staged, [&](payload_writer& out) { out.put<std::uint64_t>(token); },
+        "a staged sample", &give_up);
+  } catch (...) {
+    // it goes with the worker
+  }
+}
+
+sample_spec process_dataset::spec() const {
+  std::lock_guard const lock{layout_mutex_};
+  if (!layout_) throw logic_error{"gpufeed: the layout comes from the first sample read"};
+  return layout_->spec;
+}
+
+std::string process_dataset::structure() const {
+  std::lock_guard const lock{layout_mutex_};
+  return layout_ ? layout_->structure : std::string{};
+}
+
+std::vector<bool> process_dataset::text_fields() const {
+  std::lock_guard const lock{layout_mutex_};
+  std::vector<bool> out;
+  if (layout_) {
+    for (auto const kind : layout_->kinds) out.push_back(kind != sample_tree::leaf_kind::array);
+  }
+  return out;
+}
+
+std::size_t process_dataset::texts_kept() const {
+  std::lock_guard const lock{layout_mutex_};
+  std::size_t n = 0;
+  for (auto const& t : texts_) {
+    if (t) n += t->size();
+  }
+  return n;
+}
+
+py::list process_dataset::texts(batch const& b, std::size_t field) const {
+  text_values* values = nullptr;
+  {
+    std::lock_guard const lock{layout_mutex_};
+    if (field < texts_.size()) values = texts_[field].get();
+  }
+  if (values == nullptr) {
+    throw std::invalid_argument{"texts: field " + std::to_string(field) +
+                                " of the batch does not hold str or bytes"};
+  }
+  auto const view = b.host_field(field);
+  return values->values({static_cast<std::int64_t const*>(view.data()), b.size()});
+}
+
+}  // namespace gpufeed::python::workers

@@ -1,0 +1,157 @@
+#pragma once
+// A Python dataset read by worker processes, seen by the loader as any gpufeed::dataset: each
+// read goes to the worker process of the reading thread (worker w of the loader drives process
+// w), which calls __getitem__ and writes the sample's arrays straight into its slot, in the
+// shared arena (the loader's host memory, loader_options::host_memory). The loader's process
+// never runs the dataset's Python code, so its GIL stays with the training loop.
+//
+// One task per claim (dataset::read_each), posted in the worker's mailbox (mailbox.hpp); the
+// layout comes from the first sample a worker reads (dataset::stage), and every worker gets it
+// before its first read. Text leaves come back in the reply and are kept here, without Python.
+// A dead worker is a worker_error naming it, how it ended and the samples it held.
+
+#include <pybind11/pybind11.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gpufeed/batch.hpp"
+#include "gpufeed/dataset.hpp"
+#include "gpufeed/error.hpp"
+#include "gpufeed/options.hpp"
+#include "layout_message.hpp"
+#include "mailbox.hpp"
+#include "shared_memory.hpp"
+
+namespace gpufeed::python::workers {
+
+namespace py = pybind11;
+
+/// The ring's host memory, in an anonymous file the worker processes map too.
+class shared_arena final : public host_memory_source {
+ public:
+  /// Reserves `reserve` bytes of address space (the most the ring may ever take).
+  explicit shared_arena(std::size_t reserve);
+  std::byte* slot_memory(std::size_t id, std::size_t bytes) override;
+  [[nodiscard]] int fd() const noexcept { return mapping_.fd(); }
+  [[nodiscard]] std::size_t reserved() const noexcept { return mapping_.reserved(); }
+  /// The offset of `p` in the arena. @throws std::out_of_range when it is not inside.
+  [[nodiscard]] std::uint64_t offset_of(std::byte const* p) const;
+
+ private:
+  std::mutex mutex_;
+  shared_mapping mapping_;
+  std::size_t used_ = 0;
+};
+
+/// The dataset's exception, raised in a worker process: its text, and the pickled (type,
+/// message) that gpufeed's Python side raises again as the dataset's own type.
+class remote_python_error : public std::runtime_error {
+ public:
+  remote_python_error(std::string const& text, std::string pickled)
+      : std::runtime_error{text}, pickled_{std::move(pickled)} {}
+  [[nodiscard]] std::string const& pickled() const noexcept { return pickled_; }
+
+ private:
+  std::string pickled_;
+};
+
+/// A worker process that cannot go on because of the user's code (worker_init_fn raised): the
+/// loader stops, and the exception is raised again as its own type.
+class remote_worker_error : public worker_error {
+ public:
+  remote_worker_error(std::string const& text, std::string pickled)
+      : worker_error{text}, pickled_{std::move(pickled)} {}
+  [[nodiscard]] std::string const& pickled() const noexcept { return pickled_; }
+
+ private:
+  std::string pickled_;
+};
+
+class process_dataset final : public dataset {
+ public:
+  /// `size` samples, read by `workers` processes (started by the caller, then attach()ed).
+  process_dataset(std::size_t size, unsigned workers);
+  ~process_dataset() override;
+  process_dataset(process_dataset const&) = delete;
+  process_dataset& operator=(process_dataset const&) = delete;
+
+  /// What worker `w` needs to open its side: the control region, the arena, its two eventfds.
+  struct worker_files {
+    int control = -1;
+    int arena = -1;
+    int to_worker = -1;
+    int to_main = -1;
+  };
+  [[nodiscard]] worker_files files(unsigned worker) const;
+  [[nodiscard]] std::size_t arena_reserve() const noexcept { return arena_->reserved(); }
+  [[nodiscard]] unsigned workers() const noexcept { return static_cast<unsigned>(links_.size()); }
+  /// Worker `w` runs as process `pid`: its death is seen from now on.
+  void attach(unsigned worker, int pid);
+  /// Asks every worker to leave its loop once the task in hand is done (the caller joins them,
+  /// and ends those that do not leave).
+  void stop_workers() noexcept;
+
+  [[nodiscard]] std::shared_ptr<shared_arena> const& arena() const noexcept { return arena_; }
+
+  // dataset
+  [[nodiscard]] std::size_t size() const override { return size_; }
+  [[nodiscard]] sample_spec spec() const override;
+  void read(std::size_t index, sample_view out, read_context const& ctx) const override;
+  void read_each(std::span<sample_read> reads) const override;
+  [[nodiscard]] bool reads_claims() const override { return true; }
+  [[nodiscard]] bool layout_from_first_sample() const override { return true; }
+  [[nodiscard]] std::unique_ptr<staged_sample> stage(std::size_t index,
+                                                     read_context const& ctx) const override;
+  void layout_chosen(staged_sample const& first) const override;
+
+  /// The sample's structure as pickled by the worker that gave the layout; empty before.
+  [[nodiscard]] std::string structure() const;
+  /// Which fields hold text (their batch field holds ids).
+  [[nodiscard]] std::vector<bool> text_fields() const;
+  /// The str or bytes values of text field `field` of `b`, one per sample (GIL held).
+  [[nodiscard]] py::list texts(batch const& b, std::size_t field) const;
+  /// Distinct text values kept so far, over all text fields.
+  [[nodiscard]] std::size_t texts_kept() const;
+
+  /// Writes worker `worker`'s staged sample `token` into `out`; forgets it (staged_sample).
+  void write_staged(unsigned worker, std::uint64_t token, sample_view out) const;
+  /// Forgets a staged sample that is not written (best effort, never throws).
+  void drop_staged(unsigned worker, std::uint64_t token) const noexcept;
+
+ private:
+  struct link;
+  class text_values;
+
+  /// Posts a task to `w` (its mutex held by the caller), written by `write(payload_writer&)`,
+  /// and waits for the reply; `holding` names the samples for a death's message.
+  template <class Write>
+  reply_status exchange(link& w, task_kind kind, Write const& write, std::string const& holding,
+                        std::atomic<bool> const* stop) const;
+  /// Sends the loader's layout to `w` once, before its first read or write.
+  void send_layout(link& w, std::atomic<bool> const* stop) const;
+  /// The records of a read or write reply for the samples `outs` (text ids written, failures
+  /// kept in `failures`). Returns the fatal error's, or nothing.
+  void take_records(link& w, std::span<sample_view const> outs, std::span<std::size_t const> ids,
+                    std::span<std::exception_ptr> failures) const;
+  [[noreturn]] void throw_fatal(link& w) const;
+  [[noreturn]] void throw_dead(link& w, std::string const& holding) const;
+
+  std::size_t size_;
+  std::shared_ptr<shared_arena> arena_;
+  shared_mapping control_;
+  std::vector<std::unique_ptr<link>> links_;
+  mutable std::mutex layout_mutex_;
+  mutable std::optional<sample_layout_message> layout_;      // the loader's, once chosen
+  mutable std::vector<std::unique_ptr<text_values>> texts_;  // per field; null for arrays
+};
+
+}  // namespace gpufeed::python::workers
