@@ -17,64 +17,10 @@ cache_chunks=32: each chunk is inflated about once per epoch instead of once per
 import os
 import sys
 
-import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import paired  # noqa: E402
-
-
-def make_files(folder, samples, side=64, chunk=64, seed=5):
-    """contiguous.h5 and chunked.h5: smooth colour fields plus noise (gzip compresses them
-    about as it compresses photographs' pixels; random bytes would not compress)."""
-    import h5py
-
-    done = os.path.join(folder, f".done-{samples}-{side}-{chunk}-{seed}")
-    if os.path.exists(done):
-        return
-    os.makedirs(folder, exist_ok=True)
-    rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:side, 0:side].astype(np.float32) / side
-    images = np.empty((samples, side, side, 3), np.uint8)
-    for i in range(samples):
-        a, b, c = rng.random(3)
-        base = np.stack([a * x + b * y, np.sin((i % 10 + 1) * 3.1 * x) * 0.5 + 0.5, c * (1 - y)],
-                        axis=-1)
-        noise = rng.normal(0.0, 0.03, base.shape)
-        images[i] = np.clip((base + noise) * 255.0, 0, 255).astype(np.uint8)
-    labels = rng.integers(0, 10, samples).astype(np.int64)
-    with h5py.File(os.path.join(folder, "contiguous.h5"), "w") as f:
-        f.create_dataset("images", data=images)
-        f.create_dataset("labels", data=labels)
-    with h5py.File(os.path.join(folder, "chunked.h5"), "w") as f:
-        f.create_dataset("images", data=images, chunks=(chunk, side, side, 3),
-                         compression="gzip", compression_opts=4)
-        f.create_dataset("labels", data=labels, chunks=(chunk,), compression="gzip",
-                         compression_opts=4)
-    open(done, "w").close()
-
-
-class H5Dataset:
-    """What PyTorch users write: the file opened on first use in each worker process (an h5py
-    handle does not survive fork), one sample per __getitem__."""
-
-    def __init__(self, path):
-        import h5py
-
-        self.path = path
-        self.file = None
-        with h5py.File(path, "r") as f:
-            self.length = len(f["labels"])
-
-    def __len__(self):
-        return self.length
-
-    def __getitem__(self, index):
-        if self.file is None:
-            import h5py
-
-            self.file = h5py.File(self.path, "r")
-            self.images, self.labels = self.file["images"], self.file["labels"]
-        return self.images[index], self.labels[index]
+from workloads import H5Dataset, make_h5_files  # noqa: E402
 
 
 def torch_loader(path, batch_size, workers):
@@ -106,7 +52,7 @@ def main():
     a = paired.parse(p)
 
     folder = os.path.join(a.data, "hdf5")
-    make_files(folder, a.samples)
+    make_h5_files(folder, a.samples)
     torch_batches = dict((k, int(v)) for k, v in (x.split("=") for x in a.torch_batches.split(",")))
     gpufeed_batches = dict((k, int(v)) for k, v in
                            (x.split("=") for x in a.gpufeed_batches.split(",")))

@@ -23,36 +23,10 @@ The JPEGs (photograph-sized, 400-500 px, seeded textures) are made once into --d
 import os
 import sys
 
-import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import paired  # noqa: E402
-
-
-def make_images(root, count, classes, seed=11):
-    """`count` JPEGs of 400-500 x 375-450 px in `classes` folders: low-frequency colour fields
-    (upsampled random grids) plus stripes and fine noise, so that they decode and compress like
-    photographs (about 10:1 at quality 90)."""
-    from PIL import Image
-
-    done = os.path.join(root, f".done-{count}-{classes}-{seed}")
-    if os.path.exists(done):
-        return
-    rng = np.random.default_rng(seed)
-    for i in range(count):
-        folder = os.path.join(root, f"class{i % classes:02d}")
-        os.makedirs(folder, exist_ok=True)
-        w, h = int(rng.integers(400, 501)), int(rng.integers(375, 451))
-        coarse = rng.integers(0, 256, (int(rng.integers(6, 16)), int(rng.integers(6, 16)), 3),
-                              dtype=np.uint8)
-        field = np.asarray(Image.fromarray(coarse).resize((w, h), Image.BICUBIC), np.float32)
-        y, x = np.mgrid[0:h, 0:w].astype(np.float32)
-        k = 0.02 + 0.2 * rng.random()
-        stripes = 30.0 * np.sin(k * (x * np.cos(i) + y * np.sin(i)))[..., None]
-        noise = rng.normal(0.0, 10.0, (h, w, 3)).astype(np.float32)
-        pixels = np.clip(field + stripes + noise, 0, 255).astype(np.uint8)
-        Image.fromarray(pixels).save(os.path.join(folder, f"{i:05d}.jpg"), quality=90)
-    open(done, "w").close()
+from workloads import make_images  # noqa: E402
 
 
 def resize_side(size):

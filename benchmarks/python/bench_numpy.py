@@ -20,25 +20,10 @@ import statistics
 import subprocess
 import sys
 
-import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import paired  # noqa: E402
-
-
-class NumpyDataset:
-    """Images held in one numpy array, as many users hold a preprocessed dataset."""
-
-    def __init__(self, samples, shape, seed=3):
-        rng = np.random.default_rng(seed)
-        self.images = rng.integers(0, 256, (samples, *shape), dtype=np.uint8)
-        self.labels = rng.integers(0, 1000, samples)
-
-    def __len__(self):
-        return len(self.images)
-
-    def __getitem__(self, index):
-        return self.images[index], int(self.labels[index])
+from workloads import NumpyDataset  # noqa: E402
 
 
 def make_loader(name, data, a):
@@ -60,7 +45,7 @@ def memory_child(name, a):
     import psutil
     import torch  # noqa: F401
 
-    data = NumpyDataset(a.samples, (3, a.side, a.side))
+    data = NumpyDataset(a.samples, a.side)
     baseline = psutil.Process().memory_info().rss
     with paired.TreeMemory() as memory:
         loader = make_loader(name, data, a)
@@ -84,7 +69,7 @@ def main():
         memory_child(a.memory_peer, a)
         return
 
-    data = NumpyDataset(a.samples, (3, a.side, a.side))
+    data = NumpyDataset(a.samples, a.side)
     print("== throughput")
     loaders = {"torch": make_loader("torch", data, a)}  # forks before gpufeed's threads exist
     streams = {"torch": paired.start(loaders["torch"], a.warmup)}
