@@ -149,6 +149,8 @@ char const* to_string(bottleneck kind) noexcept {
       return "ring_too_shallow";
     case bottleneck::unknown:
       return "unknown";
+    case bottleneck::gil_bound:
+      return "gil_bound";
   }
   return "unknown";
 }

@@ -210,38 +210,53 @@ double consume(gpufeed::loader& source, std::size_t batches, std::size_t tail, S
   return wall > 0 ? std::chrono::duration<double>(waited).count() / wall : 0.0;
 }
 
-TEST(autotune_test, RaisesWorkersUntilTheConsumerIsFed) {
+// The autotuner starts from half the usable CPUs (at least 2): these cases run as on a 2-core
+// and on a 16-core machine (usable_cpus faked), and each sets what the tuner must reach from
+// where it starts, never from an assumed core count.
+class autotune_on_machines : public ::testing::TestWithParam<unsigned> {
+ protected:
+  gpufeed::detail::scoped_usable_cpus const cores_{GetParam()};
+};
+
+INSTANTIATE_TEST_SUITE_P(cores, autotune_on_machines, ::testing::Values(2U, 16U),
+                         [](auto const& machine) {
+                           return std::to_string(machine.param) + "_cores";
+                         });
+
+TEST_P(autotune_on_machines, RaisesWorkersUntilTheConsumerIsFed) {
   log_capture const logs{"info"};
-  // 2 ms per sample, 4 per batch: 8 ms of reading per batch against a 2 ms step needs at least
-  // 4 workers; 2 leave the consumer waiting half the time.
+  // The tuner starts with `start` workers (half the cores, at least 2, at most the cap). A
+  // batch of 4 samples needs (start + 2) x the 2 ms step of reading: `start` workers leave the
+  // consumer waiting, start + 2 or more feed it.
+  unsigned const cap = 12;
+  unsigned const start = std::min(cap, std::max(2U, GetParam() / 2));
+  auto const per_sample = std::chrono::microseconds{500 * (start + 2)};
   auto data = std::make_shared<gpufeed::test::sleepy_dataset>(
-      100'000, [](std::size_t) { return std::chrono::microseconds{2000}; });
-  unsigned start = 0;
+      100'000, [per_sample](std::size_t) { return per_sample; });
   double tail_stall = 1;
   {
     loader_options o;
     o.batch_size = 4;
     o.workers = gpufeed::auto_workers;
     o.prefetch_depth = gpufeed::auto_depth;
-    o.autotune.max_workers = 12;
+    o.autotune.max_workers = cap;
     gpufeed::loader source{data, o};
     auto const at_start = source.snapshot();
     EXPECT_TRUE(at_start.autotuned);
-    EXPECT_EQ(at_start.worker_threads, 12U);
-    start = at_start.workers;
-    ASSERT_LT(start, 4U);
+    EXPECT_EQ(at_start.worker_threads, cap);
+    ASSERT_EQ(at_start.workers, start);
     tail_stall = consume(
         source, 360, 100, [](std::size_t) { return 2ms; },
-        [](gpufeed::stats const& s) {
-          EXPECT_LE(s.workers, 12U);
+        [cap](gpufeed::stats const& s) {
+          EXPECT_LE(s.workers, cap);
           EXPECT_LE(s.ring_slots, s.ring_capacity);
         });
     auto const end = source.snapshot();
-    EXPECT_GE(end.workers, 4U) << end.to_string();
+    EXPECT_GE(end.workers, start + 2) << end.to_string();
     EXPECT_GT(end.autotune_changes, 0U);
     EXPECT_GT(end.autotune_last_change_batch, 0U);
   }
-  EXPECT_LT(tail_stall, 0.3);  // 2 workers stall ~50 %, 4 or more close to 0
+  EXPECT_LT(tail_stall, 0.3);  // `start` workers stall a third of the time or more
   EXPECT_GE(logs.count("autotune at batch"), 1U);
   EXPECT_GE(logs.count("workers " + std::to_string(start) + " -> "), 1U);
   EXPECT_GE(logs.count("were busy"), 1U);
@@ -293,7 +308,7 @@ TEST(autotune_test, AutoDepthGrowsOnABurstyConsumerWithIdleWorkers) {
   EXPECT_GE(logs.count("bursty"), 1U);
 }
 
-TEST(autotune_test, NeverExceedsTheThreadCapOrTheMemoryBudget) {
+TEST_P(autotune_on_machines, NeverExceedsTheThreadCapOrTheMemoryBudget) {
   auto data = std::make_shared<gpufeed::test::sleepy_dataset>(
       100'000, [](std::size_t) { return std::chrono::microseconds{3000}; }, 4096);
   std::size_t slot_bytes = 0;
@@ -302,32 +317,34 @@ TEST(autotune_test, NeverExceedsTheThreadCapOrTheMemoryBudget) {
     slot_bytes = probe.snapshot().slot_bytes;
   }
   ASSERT_GT(slot_bytes, 0U);
+  // The cap is one worker above where the tuner starts, so that it has to push against it.
+  unsigned const cap = std::max(2U, GetParam() / 2) + 1;
   loader_options o;
   o.batch_size = 4;
   o.workers = gpufeed::auto_workers;
   o.prefetch_depth = gpufeed::auto_depth;
-  o.autotune.max_workers = 3;
+  o.autotune.max_workers = cap;
   o.autotune.memory_budget = 3 * slot_bytes + slot_bytes / 2;
   gpufeed::loader source{data, o};
-  // Fixed at construction: 3 threads, and the 3 slots the budget holds.
+  // Fixed at construction: `cap` threads, and the 3 slots the budget holds.
   auto const start = source.snapshot();
-  EXPECT_EQ(start.worker_threads, 3U);
+  EXPECT_EQ(start.worker_threads, cap);
   EXPECT_EQ(start.ring_capacity, 3U);
   EXPECT_LE(start.host_bytes + start.bookkeeping_bytes, *o.autotune.memory_budget);
-  ASSERT_LT(start.workers, 3U);  // so that the tuner has to push against the cap
+  ASSERT_EQ(start.workers, cap - 1);
   // Reads far slower than the consumer, in bursts: the tuner adds workers up to the cap, and
   // what it moves stays within the bounds after every batch.
   unsigned most_workers = start.workers;
   auto const check = [&](gpufeed::stats const& s) {
     most_workers = std::max(most_workers, s.workers);
-    EXPECT_LE(s.workers, 3U);
+    EXPECT_LE(s.workers, cap);
     EXPECT_LE(s.ring_slots, 3U);
     EXPECT_LE(s.host_bytes + s.bookkeeping_bytes, *o.autotune.memory_budget);
   };
   consume(
       source, 120, 10, [](std::size_t i) { return i % 10 == 9 ? 20ms : 0ms; }, check);
-  EXPECT_EQ(most_workers, 3U) << "the tuner never reached the cap: "
-                              << source.snapshot().to_string();
+  EXPECT_EQ(most_workers, cap) << "the tuner never reached the cap: "
+                               << source.snapshot().to_string();
 }
 
 TEST(autotune_test, TheMemoryBudgetCountsEachSlotsPerSampleLists) {

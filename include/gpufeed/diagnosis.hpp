@@ -31,6 +31,9 @@ enum class bottleneck : std::uint8_t {
   copy_bound,        ///< the host-to-device copies (or GPU transforms) cannot keep up
   ring_too_shallow,  ///< workers idle for want of a free slot while the consumer waits
   unknown,           ///< the consumer waits, but no stage stands out
+  /// Python worker threads hold the interpreter's lock (the GIL) that the training loop needs:
+  /// judged by the Python package, which sees the lock (the core never returns it).
+  gil_bound,
 };
 
 /// @brief The name of a bottleneck kind, as in the enum (e.g. "input_bound").

@@ -224,6 +224,15 @@ class DataLoader:
         if on_error not in ("raise", "skip"):
             raise ValueError(f"on_error: expected 'raise' or 'skip', got {on_error!r}")
         device_index = _device_index(device)
+        if device_index is not None:
+            count, why = _gpufeed.cuda_devices()
+            if count == 0:
+                raise ValueError(f"device={device!r}: this machine has no usable CUDA device "
+                                 f"({why}); pass device=None (or 'cpu') for batches in host "
+                                 "memory")
+            if device_index >= count:
+                raise ValueError(f"device={device!r}: this process sees {count} CUDA device(s), "
+                                 f"cuda:0 to cuda:{count - 1}")
         if device_index is not None and output == "numpy":
             raise ValueError("output='numpy' needs host memory: numpy cannot hold CUDA memory; "
                              "use output='torch' or device=None")

@@ -3,11 +3,24 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <thread>
 
 namespace gpufeed::detail {
 
+namespace {
+std::atomic<unsigned> cpus_override{0};  // 0: the machine's
+}  // namespace
+
+scoped_usable_cpus::scoped_usable_cpus(unsigned count) noexcept
+    : previous_{cpus_override.exchange(count)} {}
+
+scoped_usable_cpus::~scoped_usable_cpus() {
+  cpus_override.store(previous_);
+}
+
 unsigned usable_cpus() noexcept {
+  if (auto const faked = cpus_override.load(); faked > 0) return faked;
   cpu_set_t set;
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof set, &set) == 0) {

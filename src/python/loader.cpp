@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "batch.hpp"
+#include "gil_diagnosis.hpp"
 #include "gpufeed/diagnosis.hpp"
 #include "gpufeed/loader.hpp"
 #include "gpufeed/stats_json.hpp"
@@ -28,9 +29,6 @@ namespace {
 
 // How long next() blocks with the GIL released before it checks for signals.
 constexpr std::chrono::milliseconds signal_check_interval{100};
-
-// A GIL-waiting share of the workers' read time from which the diagnosis names the GIL.
-constexpr double gil_bound_share = 0.25;
 
 class py_loader;
 
@@ -207,32 +205,9 @@ class py_loader {
     auto const s = open_loader().snapshot();
     std::optional<gpu_utilization> gpu;
     if (gpu_percent) gpu = gpu_utilization{*gpu_percent, s.wall_s};
-    auto const d = gpufeed::diagnose(s, gpu);
-    if (python_data_ && d.kind != bottleneck::gpu_bound && d.kind != bottleneck::not_enough_data) {
-      auto const t = python_data_->times();
-      // The GIL wait is the workers' read time spent neither running Python nor copying: the
-      // wait to take the GIL, and what worker_gil does not time, such as releasing it (a
-      // thread releasing the GIL that another has asked for waits until that one holds it:
-      // CPython's forced switch). With two workers of pure Python the untimed part was most of
-      // it, and the diagnosis missed the GIL (docs/benchmarks/python/README.md, section 5).
-      auto const read_s = std::max(s.read_s, t.wait_s + t.python_s + t.copy_s);
-      auto const waited_s = std::max(t.wait_s, read_s - t.python_s - t.copy_s);
-      if (read_s > 0 && waited_s >= gil_bound_share * read_s) {
-        char numbers[160];
-        std::snprintf(numbers, sizeof numbers,
-                      "The workers waited for Python's GIL %.0f %% of their read time (%.2f s "
-                      "of %.2f s over %llu reads)",
-                      100.0 * waited_s / read_s, waited_s, read_s,
-                      static_cast<unsigned long long>(t.reads));
-        return py::make_tuple(
-            "gil_bound",
-            std::string{numbers} +
-                ": the dataset's __getitem__ runs Python code that holds the GIL, so more "
-                "workers do not help. Move the work to code that releases it (numpy, PIL or "
-                "OpenCV decoding, file reads), use a gpufeed.datasets dataset, or precompute "
-                "it. (Before the GIL: " +
-                d.sentence + ")");
-      }
+    auto d = gpufeed::diagnose(s, gpu);
+    if (python_data_) {
+      if (auto gil = gil_diagnosis(s, python_data_->times(), d)) d = std::move(*gil);
     }
     return py::make_tuple(to_string(d.kind), d.sentence);
   }

@@ -8,6 +8,9 @@
 #include "datasets.hpp"
 #include "errors.hpp"
 #include "gpufeed/log.hpp"
+#if GPUFEED_WITH_CUDA
+#include "gpufeed/cuda/device.hpp"
+#endif
 
 #include <spdlog/spdlog.h>
 #include "gpufeed/version.hpp"
@@ -38,8 +41,17 @@ PYBIND11_MODULE(_gpufeed, m) {
       py::arg("level"), py::arg("message"), "Logs through gpufeed's logger (one sink for all).");
 #if GPUFEED_WITH_CUDA
   m.attr("has_cuda") = true;
+  m.def(
+      "cuda_devices",
+      [] {
+        return py::make_tuple(gpufeed::cuda::device_count(), gpufeed::cuda::unavailable_reason());
+      },
+      "(the CUDA devices this process sees, why none when there are none).");
 #else
   m.attr("has_cuda") = false;
+  m.def(
+      "cuda_devices", [] { return py::make_tuple(0, "gpufeed was built without CUDA (no nvcc)"); },
+      "(the CUDA devices this process sees, why none when there are none).");
 #endif
   // Stop every loader's workers before the interpreter goes away.
   py::module_::import("atexit").attr("register")(m.attr("_at_exit"));

@@ -32,6 +32,15 @@ def test_bad_arguments_raise_value_error_naming_them(kwargs, words):
         gpufeed.DataLoader(Indices(10), **kwargs)
 
 
+@pytest.mark.skipif(gpufeed._gpufeed.cuda_devices()[0] > 0,
+                    reason="this machine has a CUDA device: the refusal is for machines without")
+def test_cuda_without_a_usable_device_is_refused_in_python_terms():
+    with pytest.raises(ValueError, match=r"device='cuda': this machine has no usable CUDA "
+                                         r"device .*pass device=None") as caught:
+        gpufeed.DataLoader(Indices(10), device="cuda")
+    assert "loader_options" not in str(caught.value) and "placement" not in str(caught.value)
+
+
 def test_the_default_collate_is_accepted():
     loader = gpufeed.DataLoader(Indices(4), batch_size=2,
                                 collate_fn=torch.utils.data.default_collate)

@@ -324,6 +324,36 @@ def test_the_diagnosis_names_the_gil_when_python_work_serializes_the_workers():
     assert times["reads"] >= 240 and times["wait_s"] > 0  # workers run ahead into epoch 1
 
 
+class HoldsTheGil(torch.utils.data.Dataset):
+    """About half a millisecond of bytecode per sample: the reading thread holds the GIL."""
+
+    def __len__(self):
+        return 800
+
+    def __getitem__(self, i):
+        total = 0
+        for k in range(10_000):
+            total += k ^ i
+        return np.int64(total % 5)
+
+
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+def test_worker_threads_holding_the_gil_are_named_even_without_a_data_wait(worker_type):
+    # The loop's "GPU step" releases the GIL and is long enough for the workers to keep up, so
+    # the loop hardly waits for data (the core alone says gpu_bound); but worker threads hold
+    # the GIL for much of the run, which the loop's own Python waits for.
+    loader = gpufeed.DataLoader(HoldsTheGil(), batch_size=8, num_workers=2, prefetch_depth=8,
+                                worker_type=worker_type)
+    for _ in loader:
+        time.sleep(0.01)
+    d = loader.diagnose()
+    if worker_type == "thread":
+        assert d.kind == "gil_bound", d
+        assert "held Python's GIL" in d.sentence and "worker_type='process'" in d.sentence
+    else:  # each worker process has a GIL of its own
+        assert d.kind != "gil_bound", d
+
+
 def test_autotune_lets_gpufeed_choose_workers_and_depth():
     loader = gpufeed.DataLoader(Indices(300), batch_size=6, shuffle=True, seed=2, autotune=True)
     assert sorted(indices_of(loader)) == list(range(300))

@@ -19,8 +19,9 @@ namespace gpufeed::test {
 
 class log_capture {
  public:
-  /// Sets gpufeed's log level to `level` first, unless it is empty.
-  explicit log_capture(std::string const& level = {}) : sink_{std::make_shared<sink>()} {
+  /// Sets gpufeed's log level to `level` first (info by default, so that what a test reads does
+  /// not depend on GPUFEED_LOG_LEVEL in its environment), unless it is empty.
+  explicit log_capture(std::string const& level = "info") : sink_{std::make_shared<sink>()} {
     if (!level.empty()) gpufeed::set_log_level(level);
     gpufeed::logger()->sinks().push_back(sink_);
   }
