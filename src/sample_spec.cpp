@@ -57,8 +57,8 @@ std::size_t sample_spec::validate(field const& f) const {
                   "field '" + f.name + "' has " + std::to_string(f.shape.size()) +
                       " dimensions; at most " + std::to_string(max_field_dims) + " are allowed");
   for (auto d : f.shape) {
-    GPUFEED_EXPECTS(d >= 1, "field '" + f.name + "' has dimension " + std::to_string(d) +
-                                "; every dimension must be at least 1");
+    GPUFEED_EXPECTS(d >= 0, "field '" + f.name + "' has dimension " + std::to_string(d) +
+                                "; a dimension cannot be negative");
   }
   return detail::checked_add(bytes_, f.bytes(), [&] {
     return "the sample's bytes with field '" + f.name + "' " + shape_text(f.shape) + " added";

@@ -87,7 +87,6 @@ TEST(sample_spec_test, RejectsDuplicateName) {
 
 TEST(sample_spec_test, RejectsBadDimensions) {
   sample_spec spec;
-  EXPECT_THROW(spec.add("zero", dtype::u8, {4, 0, 3}), gpufeed::logic_error);
   EXPECT_THROW(spec.add("negative", dtype::u8, {-1}), gpufeed::logic_error);
   EXPECT_THROW(
       spec.add("too_many", dtype::u8, std::vector<std::int64_t>(gpufeed::max_field_dims + 1, 1)),
@@ -95,7 +94,16 @@ TEST(sample_spec_test, RejectsBadDimensions) {
   EXPECT_NO_THROW(
       spec.add("most", dtype::u8, std::vector<std::int64_t>(gpufeed::max_field_dims, 2)));
   EXPECT_EQ(spec.size(), 1U);
-  EXPECT_THROW((sample_spec{{{"zero", dtype::f32, {0}}}}), gpufeed::logic_error);
+  EXPECT_THROW((sample_spec{{{"negative", dtype::f32, {-2}}}}), gpufeed::logic_error);
+}
+
+// A field with a zero-size dimension holds no bytes and batches as torch batches it, [B, 0].
+TEST(sample_spec_test, AcceptsZeroSizeDimensions) {
+  sample_spec spec;
+  spec.add("empty", dtype::f32, {4, 0, 3}).add("x", dtype::u8, {2});
+  EXPECT_EQ(spec[0].bytes(), 0U);
+  EXPECT_EQ(spec.bytes_per_sample(), 2U);
+  EXPECT_EQ(spec.to_string(), "empty:float32[4,0,3] x:uint8[2]");
 }
 
 TEST(sample_spec_test, ToStringNamesFieldsAndTypes) {

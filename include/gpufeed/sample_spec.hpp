@@ -47,7 +47,7 @@ struct field {
 class sample_spec {
  public:
   sample_spec() = default;
-  /// @throws logic_error on an empty or repeated name, a dimension below 1, too many dims, or a
+  /// @throws logic_error on an empty or repeated name, a negative dimension, too many dims, or a
   /// size that does not fit in std::size_t (a field's elements or bytes, or the sample's bytes).
   explicit sample_spec(std::vector<field> fields);
 

@@ -50,6 +50,20 @@ def build(structure, tensors, step_info, texts=None):
     return out
 
 
+def unbatched(structure, tensors, text):
+    """One sample for ``structure``, as torch's default_convert gives it with batch_size=None:
+    its arrays as tensors (numbers as 0-d tensors), tuples as lists, str and bytes as they are
+    (``text(field)``: a text field's value)."""
+    return _build(structure, tensors, lambda field: _Single(text(field)), top=False)
+
+
+class _Single:
+    """A text value standing where _build expects the list of a batch's values."""
+
+    def __init__(self, value):
+        self.value = value
+
+
 def _build(node, tensors, texts, top=False, in_sequence=False):
     kind = node[0]
     if kind == "leaf":
@@ -58,6 +72,8 @@ def _build(node, tensors, texts, top=False, in_sequence=False):
         # torch's collate returns the values it was given: the tuple zip() made of them inside
         # a tuple, list or named tuple, the list of samples' values at the top or in a dict.
         values = texts(node[1])
+        if isinstance(values, _Single):
+            return values.value
         return tuple(values) if in_sequence else values
     if kind in ("tuple", "list"):
         items = [_build(child, tensors, texts, in_sequence=True) for child in node[1]]

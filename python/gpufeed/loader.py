@@ -11,12 +11,14 @@ import os
 import pickle
 import sys
 import threading
+import types
+import warnings
 import weakref
 
 import numpy as np
 
 from . import _gpufeed, _workers
-from ._assemble import StepInfo, build, text_fields
+from ._assemble import StepInfo, build, text_fields, unbatched
 
 try:  # torch is optional: without it, batches are numpy arrays
     import torch
@@ -185,9 +187,14 @@ class DataLoader:
                  trace_events=0, stall_warning=30.0, chunk_window=0, worker_type="auto"):
         self._core = None  # so that close() and __del__ work whatever fails below
         self._workers = None
-        if batch_size is None:
-            raise ValueError("batch_size=None (samples one by one, unbatched) is not supported: "
-                             "gpufeed builds batches; use batch_size=1 and index [0]")
+        # batch_size=None: samples one at a time, without a batch dimension (torch's automatic
+        # batching off): gpufeed reads batches of one and hands each out without its batch axis.
+        self._unbatched = batch_size is None and batch_sampler is None
+        if self._unbatched:
+            if drop_last:
+                raise ValueError("batch_size=None option disables auto-batching and is mutually "
+                                 "exclusive with drop_last")
+            batch_size = 1
         if batch_sampler is not None:
             if batch_size != 1 or shuffle or sampler is not None or drop_last:
                 raise ValueError("batch_sampler option is mutually exclusive with batch_size, "
@@ -199,6 +206,12 @@ class DataLoader:
         if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError("num_workers option should be non-negative; use num_workers=0 to "
                              "disable multiprocessing.")
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        if cores and num_workers > cores:
+            warnings.warn(f"This DataLoader will create {num_workers} workers, more than the "
+                          f"{cores} CPUs this process may use: excessive workers make the "
+                          f"loader slower, or freeze it; lower num_workers to {cores} or less "
+                          "(or let autotune=True choose)", UserWarning, stacklevel=2)
         if timeout < 0:
             raise ValueError("timeout option should be non-negative")
         if prefetch_factor is not None and (not isinstance(prefetch_factor, int) or prefetch_factor < 1):
@@ -238,10 +251,11 @@ class DataLoader:
                              "use output='torch' or device=None")
 
         self.dataset = dataset
-        self.batch_size = None if batch_sampler is not None else batch_size
+        self.batch_size = None if batch_sampler is not None or self._unbatched else batch_size
         self.drop_last = drop_last
         self.sampler = sampler
         self.batch_sampler = batch_sampler
+        self.persistent_workers = persistent_workers
         self.num_workers = num_workers
         self.timeout = timeout
         self.generator = generator
@@ -363,6 +377,21 @@ class DataLoader:
         self._resume = None
         self._iterator = None
         self.step_info = None
+        self._initialized = True
+
+    # As torch's DataLoader: the arguments that shape the batches cannot change afterwards (the
+    # workers, the ring and the plan were made from them).
+    _fixed_after_init = ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset",
+                         "persistent_workers")
+
+    def __setattr__(self, name, value):
+        if name in self._fixed_after_init and self.__dict__.get("_initialized", False):
+            raise ValueError(f"{name} attribute should not be set after "
+                             f"{type(self).__name__} is initialized")
+        super().__setattr__(name, value)
+
+    # DataLoader[T] in type annotations, as torch's DataLoader is generic.
+    __class_getitem__ = classmethod(types.GenericAlias)
 
     def _note_text_fields(self):
         self._text_fields = text_fields(self._structure)
@@ -393,6 +422,8 @@ class DataLoader:
             return len(self.batch_sampler)
         if self._given == "sampler":
             n = len(self.sampler)
+            if self._unbatched:
+                return n
             return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
         return self._core.batches_per_epoch
 
@@ -522,6 +553,9 @@ class DataLoader:
         # A text field's memory holds ids: its values come from the dataset's table instead.
         tensors = [None if i in self._text_fields else self._to_tensor(f)
                    for i, f in enumerate(raw.fields())]
+        if self._unbatched:  # the one sample, without its batch axis
+            return unbatched(self._structure, [t if t is None else t[0] for t in tensors],
+                             lambda field: self._native_dataset.texts(raw, field)[0])
         return build(self._structure, tensors, step,
                      lambda field: self._native_dataset.texts(raw, field))
 

@@ -14,7 +14,7 @@ from samples import WORKER_TYPES, Indices
 
 @pytest.mark.parametrize("kwargs, words", [
     (dict(batch_size=0), "batch_size"),
-    (dict(batch_size=None), "batch_size=None"),
+    (dict(batch_size=None, drop_last=True), "batch_size=None"),
     (dict(num_workers=-1), "num_workers"),
     (dict(timeout=-1), "timeout"),
     (dict(shuffle=True, sampler=torch.utils.data.SequentialSampler(range(10))), "shuffle"),

@@ -1,6 +1,7 @@
 """gpufeed.DataLoader against torch.utils.data.DataLoader: the same batches, orders, epochs,
 samplers, resumption, held batches and step information."""
 
+import os
 import time
 
 import numpy as np
@@ -325,14 +326,14 @@ def test_the_diagnosis_names_the_gil_when_python_work_serializes_the_workers():
 
 
 class HoldsTheGil(torch.utils.data.Dataset):
-    """About half a millisecond of bytecode per sample: the reading thread holds the GIL."""
+    """About a millisecond of bytecode per sample: the reading thread holds the GIL."""
 
     def __len__(self):
         return 800
 
     def __getitem__(self, i):
         total = 0
-        for k in range(10_000):
+        for k in range(20_000):
             total += k ^ i
         return np.int64(total % 5)
 
@@ -412,3 +413,61 @@ def test_image_folder_gives_torchvisions_samples_in_its_order(tmp_path):
     assert [b[1].tolist() for b in got] == want
     first = got[0][0][0]  # uint8 HWC, the centre of the first image scaled to 32 px
     assert first.shape == (32, 32, 3) and first.dtype == torch.uint8
+
+
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+@pytest.mark.parametrize("form", ALL_FORMS, ids=lambda c: c.__name__)
+def test_batch_size_none_gives_samples_as_torch_does(form, worker_type):
+    data = form(7)
+    ours = list(gpufeed.DataLoader(data, batch_size=None, num_workers=2, worker_type=worker_type))
+    theirs = list(TorchLoader(data, batch_size=None))
+    assert len(ours) == len(theirs) == len(gpufeed.DataLoader(data, batch_size=None)) == 7
+    def numbers_as_tensors(sample):
+        # torch leaves a Python number as it is; gpufeed gives it as a 0-d tensor of its value
+        if isinstance(sample, (bool, int, float)):
+            return torch.tensor(sample, dtype=torch.float64 if isinstance(sample, float) else None)
+        if isinstance(sample, list):
+            return [numbers_as_tensors(x) for x in sample]
+        if isinstance(sample, dict):
+            return {k: numbers_as_tensors(v) for k, v in sample.items()}
+        return sample
+
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        assert_same(a, numbers_as_tensors(b), f"sample {i}")
+
+
+def test_batching_arguments_cannot_change_after_construction():
+    loader = gpufeed.DataLoader(Indices(10), batch_size=2)
+    for name, value in [("batch_size", 3), ("sampler", SequentialSampler(range(10))),
+                        ("batch_sampler", [[0]]), ("drop_last", True), ("dataset", Indices(5)),
+                        ("persistent_workers", True)]:
+        with pytest.raises(ValueError, match=f"{name} attribute should not be set after"):
+            setattr(loader, name, value)
+    assert [b.tolist() for b in loader][0] == [0, 1]
+    loader.anything_else = 1  # other attributes are the caller's
+
+
+def test_the_class_takes_a_type_argument_for_annotations():
+    alias = gpufeed.DataLoader[torch.Tensor]
+    assert alias.__origin__ is gpufeed.DataLoader
+
+
+def test_more_workers_than_cpus_warns():
+    with pytest.warns(UserWarning, match="more than the .* CPUs"):
+        gpufeed.DataLoader(Indices(4), num_workers=len(os.sched_getaffinity(0)) + 1,
+                           worker_type="thread").close()
+
+
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+def test_zero_size_dimensions_batch_as_torch_batches_them(worker_type):
+    class Empty(torch.utils.data.Dataset):
+        def __len__(self):
+            return 5
+
+        def __getitem__(self, i):
+            return np.zeros((3, 0), dtype=np.float32), np.arange(i, i + 2)
+
+    ours = list(gpufeed.DataLoader(Empty(), batch_size=2, num_workers=1, worker_type=worker_type))
+    theirs = list(TorchLoader(Empty(), batch_size=2))
+    for a, b in zip(ours, theirs):
+        assert_same(a, b)
