@@ -777,7 +777,7 @@ TEST(image_decode_test, CentreCropCopiesTakeThePlanarPathWithTheSamePixels) {
 }
 
 // libjpeg-turbo writes a row that starts on a 16- or 32-byte boundary with non-temporal stores,
-// past the cache (a third slower, docs/benchmarks/decode-runs/issue14e): no RGBX row of the
+// past the cache (a third slower in gpufeed-bench decode): no RGBX row of the
 // decoder's buffer may start on one, whatever the width, and a view shows the rows reset gave.
 TEST(image_decode_test, RgbxRowsStartOffSixteenByteBoundaries) {
   gpufeed::detail::rgbx_buffer buffer;
@@ -877,7 +877,7 @@ TEST(image_decode_test, PlanarDecodingIsCloseToRgbDecoding) {
   }
 }
 
-// The decode plan is the cheaper one measured (docs/benchmarks/demo-and-decode.md): DCT scaling
+// The decode plan is the cheaper one measured (gpufeed-bench decode): DCT scaling
 // only by 2, 4 or 8, never by 3/8 .. 7/8 (no SIMD inverse DCTs: slower than a full decode); and
 // Resize(256) + CenterCrop(224) of a 480x400 photograph, whose crop covers 64 % of it, through
 // the planar path (the 16 x 16 iMCUs under the crop decoded; without partial_planes_built(),

@@ -293,14 +293,14 @@ report run_compare(compare_config const& config, std::ostream& progress) {
     case dataset_kind::synthetic:
       break;
     case dataset_kind::memory:
-      add_goal("torch_cpp", 5.0);  // issue 5: an in-memory dataset
+      add_goal("torch_cpp", 5.0);  // an in-memory dataset
       break;
     case dataset_kind::hdf5:
-      add_goal("torch_python", data.chunked ? 20.0 : 10.0);  // issue 4
+      add_goal("torch_python", data.chunked ? 20.0 : 10.0);
       break;
     case dataset_kind::images:
-      add_goal("torch_python", 2.0);  // issue 4
-      add_goal("torch_cpp", 3.0);     // issue 5
+      add_goal("torch_python", 2.0);
+      add_goal("torch_cpp", 3.0);
       break;
   }
   return rep;

@@ -100,7 +100,7 @@ def main():
             if hasattr(loader, "close"):
                 loader.close()
         results[case] = r
-        if a.size == 224:  # the goal is stated for 224 (issue 11)
+        if a.size == 224:  # the goal is stated for 224
             goals.append(paired.goal(f"{case}: gpufeed >= 3x torch",
                                      r["median_ratio"]["gpufeed/torch"], 3.0,
                                      "median of paired ratios"))

@@ -293,10 +293,11 @@ decoded_image decode_jpeg(std::span<unsigned char const> encoded, std::string co
   // The planar path decodes the iMCUs under the crop to YCbCr planes, where it can
   // (decodes_planes_in_part: baseline JPEGs), else every column from the top; the cropped one
   // the crop's rows and columns to RGB. Decoding in part, the planar path is the quicker for
-  // any crop (docs/benchmarks/decode-runs/issue14j/share); else from about half the area on
+  // any crop (gpufeed-bench decode); else from about half the area on
   // (planar_min_share). A crop the output's size (a copy) takes it whenever its pixels are then
   // exactly libjpeg's (copy_ycc_to_rgb): it converts only the crop's pixels, into the batch, and
-  // needs no buffer of RGB rows nor a copy out of it (docs/benchmarks/decode-runs/issue14g).
+  // needs no buffer of RGB rows nor a copy out of it (gpufeed-bench decode,
+  // docs/benchmarks/decode).
   double const covered = d.area.width * d.area.height /
                          (static_cast<double>(reader.decoded_width()) * reader.decoded_height());
   bool const copy = is_copy(d.area, o.width, o.height);

@@ -35,7 +35,7 @@ constexpr std::size_t row_padding = 16;
 // Where RGBX rows start: 8 bytes past a cache line, never on a 16-byte boundary. libjpeg-turbo's
 // SIMD colour conversion, which writes the decoder's rows, stores a row that starts on a 16-byte
 // (SSE2) or 32-byte (AVX2) boundary with non-temporal stores, past the cache: such rows cost a
-// third more to decode and are read back from memory (docs/benchmarks/decode-runs/issue14e).
+// third more to decode and are read back from memory (gpufeed-bench decode).
 constexpr std::size_t row_alignment = 64;
 constexpr std::size_t row_offset = 8;
 

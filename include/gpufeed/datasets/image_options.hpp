@@ -83,7 +83,7 @@ struct image_options {
   /// further down (another epoch's crop that reaches it still fails). What is gained is the
   /// entropy decoding of the rows under the crop: 5-13 % more images/s with random crops and
   /// 4-7 % with the centre crop on 400-500 px photographs, none for crops that reach the bottom
-  /// (docs/benchmarks/decode-runs/issue14d/, commit e7dde78). Baseline JPEGs on the cropped or
+  /// (`gpufeed-bench decode`, docs/benchmarks/decode). Baseline JPEGs on the cropped or
   /// planar path only: a progressive JPEG is read whole either way, as is every row on the RGB
   /// path without cropped_decoding; PNG is always decoded whole.
   bool check_whole_file = true;

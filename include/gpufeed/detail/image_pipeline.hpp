@@ -30,7 +30,7 @@ void read_file(std::string const& path, std::vector<unsigned char>& buffer);
 /// Only 1/2, 1/4 and 1/8: libjpeg-turbo's other M/8 scales (3/8, 5/8, 6/8, 7/8) would decode
 /// fewer pixels still, but their inverse DCTs (and the 12x12 or 10x10 ones of subsampled chroma
 /// there) have no SIMD code. Tried on 400-500 px photograph-like JPEGs to 224 px with
-/// `gpufeed-bench decode` (docs/benchmarks/demo-and-decode.md), a 6/8 or 5/8 decode of half the
+/// `gpufeed-bench decode` (docs/benchmarks/decode), a 6/8 or 5/8 decode of half the
 /// pixels took about 30 % longer than the 8/8 decode of all of them.
 [[nodiscard]] int jpeg_reduction(image_options const& options, double crop_width,
                                  double crop_height) noexcept;
@@ -39,14 +39,12 @@ void read_file(std::string const& path, std::vector<unsigned char>& buffer);
 /// (`image_options::planar_decoding`) of a JPEG whose planes are decoded whole (progressive, or
 /// built without libjpeg-turbo's internal header: not jpeg_reader::decodes_planes_in_part());
 /// smaller crops of those are decoded cropped, to RGB. Baseline JPEGs take the planar path
-/// whatever the share: decoding only the iMCUs under the crop, RandomResizedCrop to 224 gave
-/// 2.5-9 % more images/s than with this threshold, to 112 0.997-1.035 (issue 14's tenth round,
-/// docs/benchmarks/decode-runs/issue14j/share). Measured before that, with
-/// `gpufeed-bench decode` and the Python image benchmark on 400-500 px JPEGs to 224 px: at the
-/// 64 % of Resize(256) + CenterCrop(224) the planar path costs about 12 % less CPU per image
-/// (all rows and columns, but no chroma upsampling or colour conversion at full size, and a
-/// cheaper resize); below 50 % no difference was measurable. (Until issue 14's second round it
-/// was 75 %, from 320x256 images.)
+/// whatever the share: decoding only the iMCUs under the crop, RandomResizedCrop to 224 gives
+/// 2.5-9 % more images/s than with this threshold, to 112 0.997-1.035 (`gpufeed-bench decode`).
+/// For planes decoded whole, on 400-500 px JPEGs to 224 px: at the 64 % of Resize(256) +
+/// CenterCrop(224) the planar path costs about 12 % less CPU per image (all rows and columns,
+/// but no chroma upsampling or colour conversion at full size, and a cheaper resize); below
+/// 50 % no difference is measurable.
 inline constexpr double planar_min_share = 0.5;
 
 using stage_clock = std::chrono::steady_clock;

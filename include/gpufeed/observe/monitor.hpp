@@ -18,7 +18,7 @@
 ///
 /// Cost: one sample reads four small /proc files and makes two NVML queries;
 /// `cost_per_sample_s()` reports the CPU time this takes on the monitor's thread. Measured
-/// without NVML on a 2-CPU machine (docs/benchmarks/host-monitor-cost.txt): 59 to 200 us per
+/// without NVML on a 2-CPU machine (docs/benchmarks/monitor): 59 to 200 us per
 /// sample, at most 0.02 % of one core at the default 1 s interval. NVML's cost with a GPU is not
 /// measured.
 
