@@ -339,6 +339,41 @@ TEST(ReadEach, ClaimsReachTheDatasetWholeAndEachFailureIsItsSamples) {
   EXPECT_EQ(l.snapshot().skipped_indices, (std::vector<std::size_t>{7}));
 }
 
+// Takes its claims whole: each must be one batch, all of it.
+class whole_batch_dataset final : public dataset {
+ public:
+  std::size_t size() const override { return 50; }
+  sample_spec spec() const override { return sample_spec{}.add("i", dtype::i64, {}); }
+  bool reads_claims() const override { return true; }
+  bool reads_whole_batches() const override { return true; }
+  void read(std::size_t, sample_view, read_context const&) const override {
+    throw std::logic_error{"read() must not be called: this dataset reads whole batches"};
+  }
+  void read_each(std::span<sample_read> reads) const override {
+    {
+      std::lock_guard const lock{mutex_};
+      claims_.push_back(reads.size());
+      firsts_.push_back(reads.front().out.position());
+    }
+    for (auto& r : reads) r.out.as<std::int64_t>(0)[0] = static_cast<std::int64_t>(r.index);
+  }
+  mutable std::mutex mutex_;
+  mutable std::vector<std::size_t> claims_;
+  mutable std::vector<std::size_t> firsts_;
+};
+
+TEST(ReadEach, WholeBatchClaimsGiveEachBatchToOneCall) {
+  auto data = std::make_shared<whole_batch_dataset>();
+  loader l{data, {.batch_size = 8, .workers = 3, .prefetch_depth = 3}};
+  EXPECT_EQ(epoch_indices(l), iota(0, 50));
+  std::lock_guard const lock{data->mutex_};
+  // Batches of 8 and, last in an epoch, of 2 (the next epoch's prefetched ones count too).
+  ASSERT_GE(data->claims_.size(), 7U);
+  for (auto const n : data->claims_) EXPECT_TRUE(n == 8 || n == 2) << "a claim of " << n;
+  EXPECT_GE(std::count(data->claims_.begin(), data->claims_.end(), 2U), 1);
+  for (auto const p : data->firsts_) EXPECT_EQ(p, 0U) << "a claim that starts inside a batch";
+}
+
 // Sample 5's read finds its worker gone.
 class lost_worker_dataset final : public dataset {
  public:

@@ -89,12 +89,17 @@ class dataset {
   virtual void read(std::size_t index, sample_view out, read_context const& ctx) const = 0;
   /// @brief Reads the samples of one worker's claim (consecutive positions of one batch), when
   /// `reads_claims()` is true. The default calls `read` for each and keeps what it throws in
-  /// `sample_read::failure`. Throwing `worker_error` stops the loader; nothing else may escape.
+  /// `sample_read::failure`. Throwing `worker_error` (or `out_of_memory`) stops the loader;
+  /// nothing else may escape.
   virtual void read_each(std::span<sample_read> reads) const;
   /// @brief Whether the loader gives this dataset whole claims (`read_each`) rather than one
   /// sample at a time (`read`): for reads that cost a round trip (to another process), paid once
   /// per claim. Per-sample read times and a timeout's late sample are then the claim's.
   [[nodiscard]] virtual bool reads_claims() const { return false; }
+  /// @brief Whether each claim is a whole batch (with `reads_claims()`: one `read_each` per
+  /// batch, on one worker): for datasets that make the batch from all its samples at once (a
+  /// Python collate_fn). Many workers then fill many batches, each one its own.
+  [[nodiscard]] virtual bool reads_whole_batches() const { return false; }
 
   /// @brief Whether the batch layout comes from the first sample a worker reads (`stage`) rather
   /// than from `spec()`: for datasets that cannot know it without reading, and whose reads need

@@ -17,6 +17,7 @@ import os
 import pickle
 import random
 import signal
+import struct
 import traceback
 
 from . import _gpufeed
@@ -139,7 +140,7 @@ def _seed(base_seed, worker_id):
 
 
 def _worker_main(dataset, worker_id, num_workers, base_seed, worker_init_fn, files,
-                 arena_reserve, main_pid):
+                 arena_reserve, main_pid, collate_fn):
     global _info
     # Ctrl-C reaches the whole process group: the loader's process handles it and stops the
     # workers; a worker interrupted in __getitem__ would only print a second traceback.
@@ -166,7 +167,7 @@ def _worker_main(dataset, worker_id, num_workers, base_seed, worker_init_fn, fil
         return _describe(worker_id, exc, f"reading sample {index} of epoch {epoch}")
 
     _gpufeed._worker_loop(dataset, worker_id, num_workers, tuple(f.fd for f in files),
-                          arena_reserve, main_pid, describe, init_error)
+                          arena_reserve, main_pid, describe, init_error, collate_fn, pack, write)
 
 
 def _context(multiprocessing_context):
@@ -186,7 +187,7 @@ class WorkerProcesses:
     """The worker processes of one loader: started at once, stopped by close()."""
 
     def __init__(self, native, dataset, num_workers, multiprocessing_context, worker_init_fn,
-                 base_seed):
+                 base_seed, collate_fn=None):
         self._native = native
         self._owner = os.getpid()
         self.processes = []
@@ -198,13 +199,14 @@ class WorkerProcesses:
                 process = context.Process(
                     target=_worker_main, name=f"gpufeed-worker-{worker_id}", daemon=True,
                     args=(dataset, worker_id, num_workers, base_seed, worker_init_fn, files,
-                          native.arena_reserve, os.getpid()))
+                          native.arena_reserve, os.getpid(), collate_fn))
                 try:
                     process.start()
                 except (pickle.PicklingError, AttributeError, TypeError) as e:
                     raise ValueError(
                         f"multiprocessing_context={self.start_method!r} starts each worker "
-                        "process by pickling the dataset and worker_init_fn, as torch's "
+                        "process by pickling the dataset, worker_init_fn and collate_fn, as "
+                        "torch's "
                         f"DataLoader does, and this one does not pickle: {e}. Define them at "
                         "module level, use the 'fork' start method, or worker_type='thread'"
                     ) from e
@@ -235,3 +237,119 @@ class WorkerProcesses:
                 p.kill()
                 p.join()
         self.processes = []
+
+
+# ---- a collate_fn's batches ----------------------------------------------------------------------
+#
+# A batch a collate_fn made lies in one block of the shared ring: at offset 0 two little-endian
+# 64-bit numbers (where its header starts, and the header's length), then each array's bytes at a
+# 64-byte-aligned offset, then the header: the pickled output with each array replaced by
+# ("array" or "tensor", index, dtype, shape) and the arrays' offsets. The loader's process reads
+# the arrays in place.
+
+_ALIGN = 64
+_PREFIX = struct.Struct("<QQ")
+
+
+def _aligned(n):
+    return (n + _ALIGN - 1) // _ALIGN * _ALIGN
+
+
+def pack(output):
+    """(bytes, header, arrays) of a collate_fn's output: what write() lays out in a block."""
+    import numpy as np
+
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    arrays = []
+
+    def leaf(kind, array, dtype):
+        arrays.append(np.ascontiguousarray(array).reshape(-1).view(np.uint8))
+        return (kind, len(arrays) - 1, dtype, tuple(array.shape))
+
+    def walk(x):
+        if torch is not None and isinstance(x, torch.Tensor):
+            if x.device.type != "cpu":
+                raise TypeError(f"collate_fn returned a tensor on {x.device}: return CPU tensors "
+                                "from worker processes (gpufeed copies batches to the GPU: "
+                                "device=)")
+            t = x.detach().contiguous()
+            raw = t.view(torch.int16) if t.dtype == torch.bfloat16 else t
+            return leaf("tensor", raw.numpy(), str(t.dtype).split(".")[-1])
+        if isinstance(x, np.ndarray):
+            return leaf("array", x, x.dtype.str)
+        if isinstance(x, tuple) and hasattr(x, "_fields"):
+            return ("namedtuple", type(x), [walk(v) for v in x])
+        if isinstance(x, (tuple, list)):
+            return ("tuple" if isinstance(x, tuple) else "list", [walk(v) for v in x])
+        if isinstance(x, dict):
+            return ("dict", type(x), list(x.keys()), [walk(v) for v in x.values()])
+        return ("object", x)  # numbers, str, None, ...: pickled as they are
+
+    structure = walk(output)
+    offsets = []
+    at = _ALIGN
+    for a in arrays:
+        offsets.append(at)
+        at = _aligned(at + a.nbytes)
+    header = pickle.dumps((structure, offsets))
+    return at + len(header), (at, header, offsets), arrays
+
+
+def write(view, header, arrays):
+    """Lays out pack()'s output in `view` (a writable memoryview of a block)."""
+    import numpy as np
+
+    at, blob, offsets = header
+    block = np.frombuffer(view, dtype=np.uint8)
+    _PREFIX.pack_into(view, 0, at, len(blob))
+    for array, offset in zip(arrays, offsets):
+        block[offset:offset + array.nbytes] = array
+    block[at:at + len(blob)] = np.frombuffer(blob, dtype=np.uint8)
+
+
+def unpack(collated, device=None):
+    """The output a collate_fn made, its arrays read in place from `collated` (a uint8 exporter
+    of the block, which keeps the batch leased as long as any array made from it lives)."""
+    import numpy as np
+
+    block = np.asarray(collated)
+    at, length = _PREFIX.unpack_from(block[:_PREFIX.size].tobytes())
+    structure, offsets = pickle.loads(block[at:at + length].tobytes())
+
+    def build(node):
+        kind = node[0]
+        if kind in ("array", "tensor"):
+            _, k, dtype, shape = node
+            count = 1
+            for d in shape:
+                count *= d
+            if kind == "array":
+                dt = np.dtype(dtype)
+                return block[offsets[k]:offsets[k] + count * dt.itemsize].view(dt).reshape(shape)
+            import torch
+
+            t = getattr(torch, dtype)
+            size = torch.empty((), dtype=t).element_size()
+            raw = block[offsets[k]:offsets[k] + count * size]
+            if t == torch.bfloat16:
+                tensor = torch.from_numpy(raw.view(np.int16)).view(torch.bfloat16)
+            else:
+                tensor = torch.from_numpy(raw).view(t)
+            tensor = tensor.reshape(shape)
+            return tensor if device is None else tensor.to(device, non_blocking=True)
+        if kind == "object":
+            return node[1]
+        if kind == "namedtuple":
+            return node[1](*(build(c) for c in node[2]))
+        if kind in ("tuple", "list"):
+            items = [build(c) for c in node[1]]
+            return tuple(items) if kind == "tuple" else items
+        if kind == "dict":
+            values = {key: build(c) for key, c in zip(node[2], node[3])}
+            return values if node[1] is dict else node[1](values)
+        raise ValueError(f"unknown node {kind!r} in a collated batch")
+
+    return build(structure)

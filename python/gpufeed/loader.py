@@ -150,6 +150,14 @@ def _seed_from(generator):
     return int(torch.empty((), dtype=torch.int64).random_(generator=generator).item())
 
 
+def _quarter_of_memory():
+    """A quarter of the machine's memory (the default budget of held or collated batches)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 4
+    except (ValueError, OSError):
+        return 1 << 30
+
+
 def _transforms_of(transforms):
     if transforms is None:
         return []
@@ -216,14 +224,28 @@ class DataLoader:
             raise ValueError("timeout option should be non-negative")
         if prefetch_factor is not None and (not isinstance(prefetch_factor, int) or prefetch_factor < 1):
             raise ValueError(f"prefetch_factor should be a positive integer, got {prefetch_factor!r}")
-        if not _is_default_collate(collate_fn):
-            raise ValueError(
-                "collate_fn: gpufeed writes each sample straight into its batch, so it cannot "
-                "run a collate function. Supported samples are numbers, numpy arrays and CPU "
-                "tensors of one dtype and shape per field, str and bytes, in tuples, lists, "
-                "dicts and named tuples nested in any way; move per-sample work into the "
-                "dataset's __getitem__ and per-batch work after the loader (on the GPU, see "
-                "transforms=)")
+        # A custom collate_fn runs in the worker processes on each batch's samples, as in torch;
+        # its output is laid out in the shared ring and read in place.
+        self._collate = not _is_default_collate(collate_fn)
+        if self._collate:
+            if isinstance(dataset, _gpufeed.Dataset):
+                raise ValueError("collate_fn: gpufeed.datasets make their batches in C++; do "
+                                 "per-batch work after the loader (on the GPU: transforms=)")
+            if worker_type == "thread":
+                raise ValueError("collate_fn runs in worker processes: use worker_type='process' "
+                                 "(or 'auto'); worker threads write samples straight into "
+                                 "their batch and run no collate function")
+            if on_error != "raise":
+                raise ValueError(f"on_error={on_error!r} with a custom collate_fn: a batch is "
+                                 "made whole or not at all, so a failing sample fails its "
+                                 "batch; use on_error='raise'")
+            if self._unbatched:
+                raise ValueError("batch_size=None with a custom collate_fn: gpufeed makes "
+                                 "batches with it; give a batch_size")
+            if transforms:
+                raise ValueError("transforms= with a custom collate_fn: its output is returned "
+                                 "as collate_fn made it; convert it in collate_fn or after")
+            worker_type = "process"
         if _torch_data is not None and isinstance(dataset, _torch_data.IterableDataset):
             raise ValueError("dataset: an IterableDataset has no indices for gpufeed's workers "
                              "to read in parallel; use a map-style dataset (__len__ and "
@@ -274,11 +296,15 @@ class DataLoader:
         # The dataset: a bundled one as it is, any other through the Python adapter (read by
         # worker processes, or by threads).
         if self.worker_type == "process":
-            native = _gpufeed.ProcessDataset(len(dataset), workers_count)
-            self._structure = None  # learned from the first sample a worker reads
+            native = _gpufeed.ProcessDataset(
+                len(dataset), workers_count, collate=self._collate,
+                collate_budget=held_batches_budget if held_batches_budget is not None
+                else _quarter_of_memory())
+            # Learned from the first sample a worker reads (a collate_fn's batches carry theirs).
+            self._structure = "collated" if self._collate else None
             self._workers = _workers.WorkerProcesses(
                 native, dataset, workers_count, multiprocessing_context, worker_init_fn,
-                _seed_from(generator))
+                _seed_from(generator), collate_fn if self._collate else None)
             _gpufeed.log("info", f"{workers_count} worker processes "
                          f"({self._workers.start_method}): {why}; they write samples into a "
                          "ring this process shares with them")
@@ -297,7 +323,7 @@ class DataLoader:
                 _gpufeed.log("info", f"{max(1, num_workers)} worker threads: {why}")
         self._native_dataset = native
         self._text_fields = set()
-        if self._structure is not None:
+        if self._structure is not None and not self._collate:
             self._note_text_fields()
 
         # The order: gpufeed's own (sequential, or shuffled from a seed), or the sampler's.
@@ -358,7 +384,8 @@ class DataLoader:
             on_error=on_error, timeout=float(timeout), stall_warning=float(stall_warning),
             rank=rank, world_size=world_size, held_batches_budget=held_batches_budget,
             trace_events=trace_events, transforms=_transforms_of(transforms),
-            device=None if device_index is None else (device_index if device_index >= 0 else "cuda"),
+            device=None if device_index is None or self._collate else (
+                device_index if device_index >= 0 else "cuda"),
         )
         if self.worker_type == "process":
             options["workers"] = workers_count  # one worker thread drives each process
@@ -527,7 +554,7 @@ class DataLoader:
     # ---- batches ----
 
     def _stream(self):
-        if self._device_index is None:
+        if self._device_index is None or self._collate:
             return None
         s = torch.cuda.current_stream(self._cuda_device).cuda_stream
         return s if s != 0 else 1  # DLPack's number for the legacy default stream
@@ -546,6 +573,12 @@ class DataLoader:
         raw = self._core.next(self._stream())
         if raw is None:
             return None
+        if self._collate:  # collate_fn's output as it made it, read in place
+            self.step_info = StepInfo(*raw.step)
+            device = None
+            if self._device_index is not None:
+                device = f"cuda:{self._device_index}" if self._device_index >= 0 else "cuda"
+            return _workers.unpack(self._native_dataset.collated(raw), device)
         if self._structure is None:
             self._learn_structure()
         step = StepInfo(*raw.step)

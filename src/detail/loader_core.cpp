@@ -50,7 +50,7 @@ loader_core::loader_core(std::shared_ptr<dataset const> data, loader_options opt
       metrics_{sizes_.tuning.threads, options_.trace_events, options_.max_listed_skips},
       device_{stage_for(layout_, sizes_, options_, make_stage)},
       ring_{epochs_, make_slots(sizes_.tuning.slots, layout_, device_, options_.host_memory.get()),
-            sizes_.max_slots, sizes_.tuning.start_depth},
+            sizes_.max_slots, sizes_.tuning.start_depth, data_->reads_whole_batches()},
       held_{layout_, sizes_.footprint, options_.host_memory.get()},
       staged_{std::move(staged)},
       pool_{mutex_, sizes_.tuning.threads, sizes_.tuning.start_workers},

@@ -48,8 +48,11 @@ char const* name(slot::state s) noexcept {
 }  // namespace
 
 ring::ring(epoch_source const& epochs, std::vector<std::unique_ptr<slot>> slots,
-           std::size_t max_slots, std::size_t depth)
-    : epochs_{epochs}, max_slots_{std::max(max_slots, slots.size())}, depth_{depth} {
+           std::size_t max_slots, std::size_t depth, bool whole_batches)
+    : epochs_{epochs},
+      max_slots_{std::max(max_slots, slots.size())},
+      depth_{depth},
+      whole_batches_{whole_batches} {
   slots_.reserve(max_slots_);
   prepared_.reserve(max_slots_);
   for (auto& s : slots) {
@@ -93,7 +96,9 @@ slot* ring::start_next(unsigned workers) {
     s.step = plan->step(producer_.sequence);
     // A claim takes a short run of consecutive samples when the batch is large next to the
     // worker count: still many workers per batch, but far fewer trips to the shared counters.
-    s.grain = std::clamp<std::size_t>(span.count / (4 * std::size_t{std::max(workers, 1U)}), 1, 16);
+    s.grain = whole_batches_ ? std::max<std::size_t>(span.count, 1)
+                             : std::clamp<std::size_t>(
+                                   span.count / (4 * std::size_t{std::max(workers, 1U)}), 1, 16);
     s.claims.cancelled.store(false, std::memory_order_relaxed);
     s.claims.remaining.store(span.count, std::memory_order_relaxed);
     s.claims.next.store(0, std::memory_order_release);

@@ -227,6 +227,11 @@ batch_lease::~batch_lease() {
   }
 }
 
+py::object export_host_bytes(std::shared_ptr<batch_lease> lease, std::byte* data,
+                             std::size_t bytes) {
+  return py::cast(field{std::move(lease), tensor_view{"collated", dtype::u8, data, bytes, {}, -1}});
+}
+
 py::object wrap_batch(batch&& b, std::optional<std::uintptr_t> consumer_stream) {
   return py::cast(std::make_shared<batch_lease>(std::move(b), consumer_stream));
 }

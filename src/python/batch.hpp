@@ -34,6 +34,11 @@ struct batch_lease {
   std::optional<std::uintptr_t> consumer_stream;
 };
 
+/// `bytes` bytes of host memory at `data` that belong to `lease`'s batch (a collate_fn's output),
+/// as a uint8 exporter (DLPack, the array interface) that keeps the batch leased.
+[[nodiscard]] py::object export_host_bytes(std::shared_ptr<batch_lease> lease, std::byte* data,
+                                           std::size_t bytes);
+
 /// Wraps a batch from next() for Python.
 [[nodiscard]] py::object wrap_batch(batch&& b, std::optional<std::uintptr_t> consumer_stream);
 

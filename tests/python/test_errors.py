@@ -19,7 +19,7 @@ from samples import WORKER_TYPES, Indices
     (dict(timeout=-1), "timeout"),
     (dict(shuffle=True, sampler=torch.utils.data.SequentialSampler(range(10))), "shuffle"),
     (dict(batch_size=4, batch_sampler=[[0, 1]]), "batch_sampler"),
-    (dict(collate_fn=lambda b: b), "collate_fn"),
+    (dict(collate_fn=lambda b: b, worker_type="thread"), "collate_fn runs in worker processes"),
     (dict(prefetch_depth=0), "prefetch_depth"),
     (dict(prefetch_factor=0), "prefetch_factor"),
     (dict(on_error="ignore"), "on_error"),

@@ -50,8 +50,9 @@ class ring {
   /// A ring of `slots` (slot i with id i), `depth` of them in use at first, that may grow to
   /// `max_slots` slots. Its storage is reserved for max_slots at once: growing never moves a slot
   /// (workers hold slot pointers).
+  /// `whole_batches`: every claim is a whole batch (dataset::reads_whole_batches).
   ring(epoch_source const& epochs, std::vector<std::unique_ptr<slot>> slots, std::size_t max_slots,
-       std::size_t depth);
+       std::size_t depth, bool whole_batches = false);
 
   // ---- workers ----
   /// The slot of the earliest batch that still has samples to claim, or null. The earliest first:
@@ -138,6 +139,7 @@ class ring {
   std::vector<std::unique_ptr<slot>> slots_;
   std::size_t max_slots_;
   std::size_t depth_;
+  bool whole_batches_;  // every claim a whole batch
   std::size_t grown_ = 0;
   std::array<std::size_t, 4> counts_{};  // per slot::state
   std::uint64_t generation_ = 0;

@@ -19,7 +19,8 @@ void bind_workers(py::module_& m) {
   py::class_<process_dataset, dataset, std::shared_ptr<process_dataset>>(
       m, "ProcessDataset", py::dynamic_attr(),
       "A Python dataset read by worker processes (gpufeed/_workers.py starts them).")
-      .def(py::init<std::size_t, unsigned>(), py::arg("size"), py::arg("workers"))
+      .def(py::init<std::size_t, unsigned, bool, std::size_t>(), py::arg("size"),
+           py::arg("workers"), py::arg("collate") = false, py::arg("collate_budget") = 0)
       .def(
           "files",
           [](process_dataset const& d, unsigned worker) {
@@ -45,13 +46,23 @@ void bind_workers(py::module_& m) {
           [](process_dataset const& d, batch_lease const& b, std::size_t field) {
             return d.texts(b.value, field);
           },
-          py::arg("batch"), py::arg("field"));
+          py::arg("batch"), py::arg("field"))
+      .def(
+          "collated",
+          [](process_dataset const& d, std::shared_ptr<batch_lease> const& b) {
+            auto const slot = b->value.host_field(0);
+            auto const batch = d.collated_batch(static_cast<std::byte const*>(slot.data()));
+            return export_host_bytes(b, batch.data, batch.bytes);
+          },
+          py::arg("batch"),
+          "The bytes collate_fn's output takes, as a uint8 exporter that keeps the batch leased.");
 
   m.def(
       "_worker_loop",
       [](py::object const& dataset, unsigned worker, unsigned workers, py::tuple const& files,
          std::size_t arena_reserve, int main_pid, py::object const& describe,
-         py::object const& init_error) {
+         py::object const& init_error, py::object const& collate_fn, py::object const& pack,
+         py::object const& write) {
         workers::worker_setup const setup{worker,
                                           workers,
                                           files[0].cast<int>(),
@@ -60,10 +71,12 @@ void bind_workers(py::module_& m) {
                                           files[3].cast<int>(),
                                           arena_reserve,
                                           main_pid};
-        workers::run_worker_loop(dataset, setup, describe, init_error);
+        workers::run_worker_loop(dataset, setup, {describe, init_error, collate_fn, pack, write});
       },
       py::arg("dataset"), py::arg("worker"), py::arg("workers"), py::arg("files"),
       py::arg("arena_reserve"), py::arg("main_pid"), py::arg("describe"), py::arg("init_error"),
+      py::arg("collate_fn") = py::none(), py::arg("pack") = py::none(),
+      py::arg("write") = py::none(),
       "Runs worker process `worker`'s loop until the loader stops it or its process is gone.");
 }
 

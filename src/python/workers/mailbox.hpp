@@ -22,11 +22,20 @@ namespace gpufeed::python::workers {
 
 /// What the loader asks of a worker.
 enum class task_kind : std::uint32_t {
-  read = 1,      ///< read a claim's samples into their slots
-  stage,         ///< read a sample and keep it (the layout is not known yet); reply its layout
-  write_staged,  ///< write a kept sample into its slot
-  drop_staged,   ///< forget a kept sample
-  layout,        ///< the loader's layout (spec and structure): before any read or write
+  read = 1,       ///< read a claim's samples into their slots
+  stage,          ///< read a sample and keep it (the layout is not known yet); reply its layout
+  write_staged,   ///< write a kept sample into its slot
+  drop_staged,    ///< forget a kept sample
+  layout,         ///< the loader's layout (spec and structure): before any read or write
+  collate,        ///< read a batch's samples, call collate_fn, write its output into a block
+  collate_write,  ///< write the output the last collate kept into a larger block
+};
+
+/// How a collate task ended (the first byte of its reply).
+enum class collate_result : std::uint8_t {
+  written = 0,  ///< the output is in the block: its bytes follow
+  larger = 1,   ///< the output needs a block of the bytes that follow (it is kept)
+  failed = 2,   ///< a record says why (the whole batch fails)
 };
 
 /// How a task ended, as a whole (a claim's samples fail one by one inside an `ok` reply).

@@ -68,6 +68,10 @@ std::byte* shared_arena::slot_memory(std::size_t, std::size_t bytes) {
   return mapping_.base() + offset;
 }
 
+std::uint64_t shared_arena::block(std::size_t bytes) {
+  return static_cast<std::uint64_t>(slot_memory(0, bytes) - mapping_.base());
+}
+
 std::uint64_t shared_arena::offset_of(std::byte const* p) const {
   if (p < mapping_.base() || p >= mapping_.base() + mapping_.size()) {
     throw std::out_of_range{"gpufeed: a batch slot outside the shared ring"};
@@ -186,8 +190,11 @@ class remote_staged final : public staged_sample {
   bool written_ = false;
 };
 
-process_dataset::process_dataset(std::size_t size, unsigned workers)
+process_dataset::process_dataset(std::size_t size, unsigned workers, bool collate,
+                                 std::size_t collate_budget)
     : size_{size},
+      collate_{collate},
+      collate_budget_{collate_budget},
       arena_{std::make_shared<shared_arena>(arena_reserve_bytes())},
       control_{shared_mapping::create("gpufeed-mailboxes", control_bytes(std::max(workers, 1U)))} {
   if (size_ == 0) throw std::invalid_argument{"dataset: it is empty (len() is 0)"};
@@ -321,8 +328,9 @@ void process_dataset::send_layout(link& w, std::atomic<bool> const* stop) const 
 
 void process_dataset::take_records(link& w, std::span<sample_view const> outs,
                                    std::span<std::size_t const> ids,
-                                   std::span<std::exception_ptr> failures) const {
-  payload_reader in{std::span<std::byte const>{w.box->payload, w.box->bytes}};
+                                   std::span<std::exception_ptr> failures, std::size_t from) const {
+  if (from > w.box->bytes) throw std::runtime_error{"gpufeed: a worker's reply is cut short"};
+  payload_reader in{std::span<std::byte const>{w.box->payload + from, w.box->bytes - from}};
   auto const records = in.get<std::uint32_t>();
   for (std::uint32_t r = 0; r < records; ++r) {
     auto const kind = static_cast<record_kind>(in.get<std::uint8_t>());
@@ -364,6 +372,10 @@ void process_dataset::read_each(std::span<sample_read> reads) const {
   auto& w = *links_[reads.front().context.worker % links_.size()];
   std::lock_guard const lock{w.mutex};
   try {
+    if (collate_) {
+      collate_each(w, reads);
+      return;
+    }
     send_layout(w, stop);
     auto const fields = reads.front().out.fields();
     auto const status = exchange(
@@ -394,6 +406,8 @@ void process_dataset::read_each(std::span<sample_read> reads) const {
     for (std::size_t k = 0; k < reads.size(); ++k) reads[k].failure = failures[k];
   } catch (worker_error const&) {
     throw;
+  } catch (out_of_memory const&) {
+    throw;  // the loader stops, saying what did not fit
   } catch (std::exception const& e) {
     // The channel itself failed (a message cut short, a system call): no sample's fault.
     w.death = std::string{"gpufeed: worker process "} + std::to_string(w.id) + ": " + e.what();
@@ -486,7 +500,86 @@ void process_dataset::drop_staged(unsigned worker, std::uint64_t token) const no
   }
 }
 
+void process_dataset::collate_each(link& w, std::span<sample_read> reads) const {
+  auto const* stop = reads.front().context.stop;
+  auto const* slot = reads.front().out.bytes(0).data();
+  block_of_slot block;
+  {
+    std::lock_guard const lock{blocks_mutex_};
+    block = blocks_[slot];
+  }
+  auto const holding = samples_text(reads);
+  auto const grow_to = [&](std::size_t need) {
+    std::lock_guard const lock{blocks_mutex_};
+    auto const capacity = std::max(need, largest_batch_ + largest_batch_ / 4);
+    if (collate_budget_ > 0 && block_bytes_ + capacity > collate_budget_) {
+      throw out_of_memory{
+          "gpufeed: collate_fn's batches take " + std::to_string(block_bytes_) +
+          " bytes of blocks already, and a batch of " + std::to_string(need) +
+          " bytes needs one more, over the budget of " + std::to_string(collate_budget_) +
+          " bytes (held_batches_budget); raise held_batches_budget, or make smaller batches"};
+    }
+    block.offset = arena_->block(capacity);
+    block.capacity = capacity;
+    block_bytes_ += capacity;
+  };
+  auto const post = [&](task_kind kind) {
+    return exchange(
+        w, kind,
+        [&](payload_writer& out) {
+          out.put<std::uint64_t>(reads.front().context.epoch);
+          out.put<std::uint64_t>(block.offset).put<std::uint64_t>(block.capacity);
+          if (kind == task_kind::collate) {
+            out.put<std::uint32_t>(static_cast<std::uint32_t>(reads.size()));
+            for (auto const& r : reads) out.put<std::uint64_t>(r.index);
+          }
+        },
+        holding, stop);
+  };
+  auto status = post(task_kind::collate);
+  for (int attempt = 0;; ++attempt) {
+    if (status == reply_status::fatal) throw_fatal(w);
+    payload_reader in{std::span<std::byte const>{w.box->payload, w.box->bytes}};
+    auto const result = static_cast<collate_result>(in.get<std::uint8_t>());
+    if (result == collate_result::written) {
+      block.used = static_cast<std::size_t>(in.get<std::uint64_t>());
+      std::lock_guard const lock{blocks_mutex_};
+      blocks_[slot] = block;
+      largest_batch_ = std::max(largest_batch_, block.used);
+      return;
+    }
+    if (result == collate_result::failed) {
+      // The batch is made whole or not at all: its one failure is every sample's.
+      std::exception_ptr failure;
+      std::vector<sample_view> outs{reads.front().out};
+      std::vector<std::size_t> ids{reads.front().index};
+      std::span<std::exception_ptr> one{&failure, 1};
+      take_records(w, outs, ids, one, sizeof(std::uint8_t));  // after the result
+      for (auto& r : reads) r.failure = failure;
+      return;
+    }
+    if (attempt > 0) {
+      throw std::runtime_error{"a worker asked twice for a larger block"};
+    }
+    grow_to(static_cast<std::size_t>(in.get<std::uint64_t>()));
+    status = post(task_kind::collate_write);
+  }
+}
+
+process_dataset::collated process_dataset::collated_batch(std::byte const* slot) const {
+  std::lock_guard const lock{blocks_mutex_};
+  auto const found = blocks_.find(slot);
+  if (found == blocks_.end()) {
+    throw std::out_of_range{"gpufeed: no batch was collated into this slot"};
+  }
+  return {arena_->at(found->second.offset), found->second.used};
+}
+
 sample_spec process_dataset::spec() const {
+  if (collate_) {
+    // The slots only carry the batches: one byte per sample, which nothing reads.
+    return sample_spec{}.add("collated", dtype::u8, {1});
+  }
   std::lock_guard const lock{layout_mutex_};
   if (!layout_) throw logic_error{"gpufeed: the layout comes from the first sample read"};
   return layout_->spec;

@@ -41,6 +41,12 @@ class shared_arena final : public host_memory_source {
   /// Reserves `reserve` bytes of address space (the most the ring may ever take).
   explicit shared_arena(std::size_t reserve);
   std::byte* slot_memory(std::size_t id, std::size_t bytes) override;
+  /// `bytes` more of the arena, for a batch a collate_fn made; its offset.
+  /// @throws out_of_memory when the arena cannot grow.
+  [[nodiscard]] std::uint64_t block(std::size_t bytes);
+  [[nodiscard]] std::byte* at(std::uint64_t offset) const noexcept {
+    return mapping_.base() + offset;
+  }
   [[nodiscard]] int fd() const noexcept { return mapping_.fd(); }
   [[nodiscard]] std::size_t reserved() const noexcept { return mapping_.reserved(); }
   /// The offset of `p` in the arena. @throws std::out_of_range when it is not inside.
@@ -79,7 +85,11 @@ class remote_worker_error : public worker_error {
 class process_dataset final : public dataset {
  public:
   /// `size` samples, read by `workers` processes (started by the caller, then attach()ed).
-  process_dataset(std::size_t size, unsigned workers);
+  /// With `collate` the workers make each batch whole, with the user's collate_fn: the ring's
+  /// slots only carry the batches, whose output lives in a block of the arena per slot, grown
+  /// to the largest batch seen, all blocks within `collate_budget` bytes.
+  process_dataset(std::size_t size, unsigned workers, bool collate = false,
+                  std::size_t collate_budget = 0);
   ~process_dataset() override;
   process_dataset(process_dataset const&) = delete;
   process_dataset& operator=(process_dataset const&) = delete;
@@ -102,13 +112,22 @@ class process_dataset final : public dataset {
 
   [[nodiscard]] std::shared_ptr<shared_arena> const& arena() const noexcept { return arena_; }
 
+  /// Where the collated batch held by slot memory `slot` lies: the arena block's memory and the
+  /// bytes the output takes. @throws std::out_of_range for a slot no batch was collated into.
+  struct collated {
+    std::byte* data = nullptr;
+    std::size_t bytes = 0;
+  };
+  [[nodiscard]] collated collated_batch(std::byte const* slot) const;
+
   // dataset
   [[nodiscard]] std::size_t size() const override { return size_; }
   [[nodiscard]] sample_spec spec() const override;
   void read(std::size_t index, sample_view out, read_context const& ctx) const override;
   void read_each(std::span<sample_read> reads) const override;
   [[nodiscard]] bool reads_claims() const override { return true; }
-  [[nodiscard]] bool layout_from_first_sample() const override { return true; }
+  [[nodiscard]] bool reads_whole_batches() const override { return collate_; }
+  [[nodiscard]] bool layout_from_first_sample() const override { return !collate_; }
   [[nodiscard]] std::unique_ptr<staged_sample> stage(std::size_t index,
                                                      read_context const& ctx) const override;
   void layout_chosen(staged_sample const& first) const override;
@@ -141,12 +160,26 @@ class process_dataset final : public dataset {
   /// The records of a read or write reply for the samples `outs` (text ids written, failures
   /// kept in `failures`). Returns the fatal error's, or nothing.
   void take_records(link& w, std::span<sample_view const> outs, std::span<std::size_t const> ids,
-                    std::span<std::exception_ptr> failures) const;
+                    std::span<std::exception_ptr> failures, std::size_t from = 0) const;
   [[noreturn]] void throw_fatal(link& w) const;
+  /// A whole batch, made by the worker's collate_fn into the slot's block.
+  void collate_each(link& w, std::span<sample_read> reads) const;
   [[noreturn]] void throw_dead(link& w, std::string const& holding) const;
 
   std::size_t size_;
+  bool collate_;
+  std::size_t collate_budget_;
   std::shared_ptr<shared_arena> arena_;
+  // collate_fn's output per slot (by the slot's memory): its block and what it holds.
+  struct block_of_slot {
+    std::uint64_t offset = 0;
+    std::size_t capacity = 0;
+    std::size_t used = 0;
+  };
+  mutable std::mutex blocks_mutex_;
+  mutable std::unordered_map<std::byte const*, block_of_slot> blocks_;
+  mutable std::size_t block_bytes_ = 0;    // every block made, outgrown ones included
+  mutable std::size_t largest_batch_ = 0;  // the largest output so far: a new block's size
   shared_mapping control_;
   std::vector<std::unique_ptr<link>> links_;
   mutable std::mutex layout_mutex_;

@@ -38,14 +38,15 @@ struct failure {
 
 class worker {
  public:
-  worker(py::object const& dataset, worker_setup const& setup, py::object const& describe)
+  worker(py::object const& dataset, worker_setup const& setup, worker_calls const& calls)
       : setup_{setup},
+        calls_{calls},
         control_{shared_mapping::open(setup.control_fd, control_bytes(setup.workers))},
         arena_{shared_mapping::open(setup.arena_fd, setup.arena_reserve)},
         box_{reinterpret_cast<mailbox*>(control_.base() + setup.worker * sizeof(mailbox))},
         parent_{open_pidfd(setup.main_pid)},
         getitem_{dataset.attr("__getitem__")},
-        describe_{describe},
+        describe_{calls.describe},
         pickle_{py::module_::import("pickle")} {
     if (!control_.holds(setup.worker * sizeof(mailbox), sizeof(mailbox))) {
       throw std::runtime_error{"gpufeed: worker " + std::to_string(setup.worker) +
@@ -55,7 +56,8 @@ class worker {
   }
 
   // Returns when told to stop, or when the loader's process is gone.
-  void run(py::object const& init_error) {
+  void run() {
+    auto const& init_error = calls_.init_error;
     for (;;) {
       if (!wait_for_task()) return;
       auto const sequence = box_->posted.load(std::memory_order_acquire);
@@ -136,6 +138,10 @@ class worker {
         return reply_status::ok;
       case task_kind::read:
         read(in, out);
+        return reply_status::ok;
+      case task_kind::collate:
+      case task_kind::collate_write:
+        collate(kind, in, out);
         return reply_status::ok;
     }
     throw std::runtime_error{"an unknown task " + std::to_string(static_cast<unsigned>(kind))};
@@ -323,6 +329,63 @@ class worker {
     replies.finish({box_->payload, mailbox_payload_bytes});
   }
 
+  // A whole batch: its samples, collate_fn's output, laid out in the block the task names (or
+  // kept, when it needs a larger one: the loader makes it and asks again, collate_write).
+  void collate(task_kind kind, payload_reader& in, payload_writer& out) {
+    auto const epoch = in.get<std::uint64_t>();
+    auto const offset = in.get<std::uint64_t>();
+    auto const capacity = in.get<std::uint64_t>();
+    if (kind == task_kind::collate) {
+      pending_ = py::object{};
+      auto const count = in.get<std::uint32_t>();
+      py::list samples;
+      std::size_t first_index = 0;
+      for (std::uint32_t k = 0; k < count; ++k) {
+        auto const index = in.get<std::uint64_t>();
+        if (k == 0) first_index = index;
+        failure failed;
+        auto sample = get(index, epoch, failed);
+        if (!sample) {
+          collate_failed(out, failed);
+          return;
+        }
+        samples.append(*sample);
+      }
+      try {
+        pending_ = calls_.pack(calls_.collate_fn(samples));
+      } catch (py::error_already_set& e) {
+        e.restore();
+        collate_failed(out, described(python_error::fetch(), first_index, epoch));
+        return;
+      }
+    }
+    if (!pending_) throw std::runtime_error{"a collate_write with no batch kept"};
+    auto const bytes = pending_.cast<py::tuple>()[0].cast<std::uint64_t>();
+    if (bytes > capacity) {
+      out.put<std::uint8_t>(static_cast<std::uint8_t>(collate_result::larger));
+      out.put<std::uint64_t>(bytes);
+      return;
+    }
+    if (!arena_.holds(offset, capacity)) arena_.follow();  // the loader grew the arena
+    if (!arena_.holds(offset, capacity)) throw std::runtime_error{"a block outside the ring"};
+    auto const view = py::reinterpret_steal<py::object>(
+        PyMemoryView_FromMemory(reinterpret_cast<char*>(arena_.base() + offset),
+                                static_cast<Py_ssize_t>(capacity), PyBUF_WRITE));
+    if (!view) throw py::error_already_set();
+    auto const packed = pending_.cast<py::tuple>();
+    calls_.write(view, packed[1], packed[2]);
+    pending_ = py::object{};
+    out.put<std::uint8_t>(static_cast<std::uint8_t>(collate_result::written));
+    out.put<std::uint64_t>(bytes);
+  }
+
+  void collate_failed(payload_writer& out, failure const& failed) {
+    out.put<std::uint8_t>(static_cast<std::uint8_t>(collate_result::failed));
+    records replies{out};
+    replies.failed(0, failed);
+    replies.finish({box_->payload, mailbox_payload_bytes});
+  }
+
   void write_staged(payload_reader& in, payload_writer& out) {
     auto const token = in.get<std::uint64_t>();
     auto const fields = in.get<std::uint32_t>();
@@ -342,6 +405,8 @@ class worker {
   }
 
   worker_setup setup_;
+  worker_calls calls_;
+  py::object pending_;  // a collate_fn's packed output waiting for a larger block
   shared_mapping control_;
   shared_mapping arena_;
   mailbox* box_;
@@ -364,9 +429,9 @@ class worker {
 }  // namespace
 
 void run_worker_loop(py::object const& dataset, worker_setup const& setup,
-                     py::object const& describe, py::object const& init_error) {
-  worker w{dataset, setup, describe};
-  w.run(init_error);
+                     worker_calls const& calls) {
+  worker w{dataset, setup, calls};
+  w.run();
 }
 
 }  // namespace gpufeed::python::workers

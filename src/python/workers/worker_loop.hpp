@@ -24,10 +24,23 @@ struct worker_setup {
   int main_pid = -1;
 };
 
-/// Runs the loop (GIL held; released while waiting). `describe(exception, index, epoch)` returns
-/// (text, pickled) for an exception the dataset raised; `init_error`, when not None, is such a
-/// pair from worker_init_fn: every task is then answered with it (the loader stops, raising it).
+/// What a worker calls in Python.
+struct worker_calls {
+  /// describe(exception, index, epoch) -> (text, pickled): an exception the dataset raised.
+  py::object describe;
+  /// None, or such a pair from worker_init_fn: every task is then answered with it (the
+  /// loader stops, raising it).
+  py::object init_error;
+  /// None, or the user's collate_fn (collate tasks).
+  py::object collate_fn;
+  /// pack(output) -> (bytes, header, arrays) and write(memoryview, header, arrays): a
+  /// collate_fn's output laid out in a block (gpufeed._workers).
+  py::object pack;
+  py::object write;
+};
+
+/// Runs the loop (GIL held; released while waiting).
 void run_worker_loop(py::object const& dataset, worker_setup const& setup,
-                     py::object const& describe, py::object const& init_error);
+                     worker_calls const& calls);
 
 }  // namespace gpufeed::python::workers
