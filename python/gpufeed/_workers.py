@@ -139,8 +139,28 @@ def _seed(base_seed, worker_id):
     return seed
 
 
+def default_collate(samples):
+    """torch's default_collate (numpy's stack without torch): an iterable dataset's batches."""
+    try:
+        from torch.utils.data import default_collate as collate
+    except ImportError:
+        import numpy
+
+        return numpy.stack(samples)
+    return collate(samples)
+
+
+def convert_one(samples):
+    """The one sample of a batch of one as torch's default_convert gives it (batch_size=None)."""
+    try:
+        from torch.utils.data import default_convert as convert
+    except ImportError:
+        return samples[0]
+    return convert(samples[0])
+
+
 def _worker_main(dataset, worker_id, num_workers, base_seed, worker_init_fn, files,
-                 arena_reserve, main_pid, collate_fn):
+                 arena_reserve, main_pid, collate_fn, iterable, drop_last):
     global _info
     # Ctrl-C reaches the whole process group: the loader's process handles it and stops the
     # workers; a worker interrupted in __getitem__ would only print a second traceback.
@@ -167,7 +187,8 @@ def _worker_main(dataset, worker_id, num_workers, base_seed, worker_init_fn, fil
         return _describe(worker_id, exc, f"reading sample {index} of epoch {epoch}")
 
     _gpufeed._worker_loop(dataset, worker_id, num_workers, tuple(f.fd for f in files),
-                          arena_reserve, main_pid, describe, init_error, collate_fn, pack, write)
+                          arena_reserve, main_pid, describe, init_error, collate_fn, pack, write,
+                          iterable, drop_last)
 
 
 def _context(multiprocessing_context):
@@ -187,7 +208,7 @@ class WorkerProcesses:
     """The worker processes of one loader: started at once, stopped by close()."""
 
     def __init__(self, native, dataset, num_workers, multiprocessing_context, worker_init_fn,
-                 base_seed, collate_fn=None):
+                 base_seed, collate_fn=None, iterable=False, drop_last=False):
         self._native = native
         self._owner = os.getpid()
         self.processes = []
@@ -199,7 +220,7 @@ class WorkerProcesses:
                 process = context.Process(
                     target=_worker_main, name=f"gpufeed-worker-{worker_id}", daemon=True,
                     args=(dataset, worker_id, num_workers, base_seed, worker_init_fn, files,
-                          native.arena_reserve, os.getpid(), collate_fn))
+                          native.arena_reserve, os.getpid(), collate_fn, iterable, drop_last))
                 try:
                     process.start()
                 except (pickle.PicklingError, AttributeError, TypeError) as e:

@@ -150,6 +150,11 @@ def _seed_from(generator):
     return int(torch.empty((), dtype=torch.int64).random_(generator=generator).item())
 
 
+# The places of an iterable dataset's epoch, for the loader's plan: more than any epoch takes
+# (its end is when every worker's iterator ends), a number only (nothing is sized by it).
+_ITERABLE_PLACES = 1 << 40
+
+
 def _quarter_of_memory():
     """A quarter of the machine's memory (the default budget of held or collated batches)."""
     try:
@@ -224,9 +229,26 @@ class DataLoader:
             raise ValueError("timeout option should be non-negative")
         if prefetch_factor is not None and (not isinstance(prefetch_factor, int) or prefetch_factor < 1):
             raise ValueError(f"prefetch_factor should be a positive integer, got {prefetch_factor!r}")
+        # An iterable dataset: each worker process iterates its own copy (sharded through
+        # get_worker_info(), as torch's workers do) and makes batches of what it takes, with
+        # collate_fn (torch's default_collate by default); the epoch ends when every worker's
+        # iterator has.
+        self._iterable = _torch_data is not None and isinstance(dataset, _torch_data.IterableDataset)
+        if self._iterable:
+            for name, value in (("shuffle", shuffle or None), ("sampler", sampler),
+                                ("batch_sampler", batch_sampler)):
+                if value is not None:
+                    raise ValueError(f"DataLoader with IterableDataset: expected unspecified "
+                                     f"{name} option, but got {name}={value!r}")
+            if worker_type == "thread":
+                raise ValueError("an IterableDataset is iterated in worker processes: use "
+                                 "worker_type='process' (or 'auto')")
+            if _is_default_collate(collate_fn):
+                collate_fn = (_workers.convert_one if self._unbatched
+                              else _workers.default_collate)
         # A custom collate_fn runs in the worker processes on each batch's samples, as in torch;
         # its output is laid out in the shared ring and read in place.
-        self._collate = not _is_default_collate(collate_fn)
+        self._collate = self._iterable or not _is_default_collate(collate_fn)
         if self._collate:
             if isinstance(dataset, _gpufeed.Dataset):
                 raise ValueError("collate_fn: gpufeed.datasets make their batches in C++; do "
@@ -239,17 +261,13 @@ class DataLoader:
                 raise ValueError(f"on_error={on_error!r} with a custom collate_fn: a batch is "
                                  "made whole or not at all, so a failing sample fails its "
                                  "batch; use on_error='raise'")
-            if self._unbatched:
+            if self._unbatched and not self._iterable:
                 raise ValueError("batch_size=None with a custom collate_fn: gpufeed makes "
                                  "batches with it; give a batch_size")
             if transforms:
                 raise ValueError("transforms= with a custom collate_fn: its output is returned "
                                  "as collate_fn made it; convert it in collate_fn or after")
             worker_type = "process"
-        if _torch_data is not None and isinstance(dataset, _torch_data.IterableDataset):
-            raise ValueError("dataset: an IterableDataset has no indices for gpufeed's workers "
-                             "to read in parallel; use a map-style dataset (__len__ and "
-                             "__getitem__) or gpufeed.datasets")
         if output is None:
             output = "torch" if torch is not None else "numpy"
         if output not in ("torch", "numpy"):
@@ -297,14 +315,16 @@ class DataLoader:
         # worker processes, or by threads).
         if self.worker_type == "process":
             native = _gpufeed.ProcessDataset(
-                len(dataset), workers_count, collate=self._collate,
+                _ITERABLE_PLACES if self._iterable else len(dataset), workers_count,
+                collate=self._collate, iterable=self._iterable,
                 collate_budget=held_batches_budget if held_batches_budget is not None
                 else _quarter_of_memory())
             # Learned from the first sample a worker reads (a collate_fn's batches carry theirs).
             self._structure = "collated" if self._collate else None
             self._workers = _workers.WorkerProcesses(
                 native, dataset, workers_count, multiprocessing_context, worker_init_fn,
-                _seed_from(generator), collate_fn if self._collate else None)
+                _seed_from(generator), collate_fn if self._collate else None,
+                iterable=self._iterable, drop_last=bool(drop_last))
             _gpufeed.log("info", f"{workers_count} worker processes "
                          f"({self._workers.start_method}): {why}; they write samples into a "
                          "ring this process shares with them")
@@ -445,6 +465,11 @@ class DataLoader:
     # ---- the torch interface ----
 
     def __len__(self):
+        if self._iterable:  # as torch: from the dataset's own __len__, when it has one
+            n = len(self.dataset)
+            if self._unbatched:
+                return n
+            return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
         if self._given == "batch_sampler":
             return len(self.batch_sampler)
         if self._given == "sampler":
@@ -474,6 +499,9 @@ class DataLoader:
         """Where iteration stands: ``load_state_dict`` of it on a loader made with the same
         arguments resumes with the batch that would have come next (torchdata's
         StatefulDataLoader semantics)."""
+        if self._iterable:
+            raise ValueError("state_dict: a loader over an IterableDataset cannot say where its "
+                             "workers' iterators stand; resume by epoch (set_epoch) instead")
         state = {"version": 1, "core": self._core.state(), "next_epoch": self._next_epoch}
         if self._given is not None:
             state["order"] = self._order
@@ -529,6 +557,7 @@ class DataLoader:
 
     def _start_epoch(self):
         self.step_info = None
+        self._workers_ended = set()  # an iterable dataset's workers whose iterators ended
         if self._resume is not None:
             state, self._resume = self._resume, None
             epoch = _gpufeed.state_epoch(state["core"])
@@ -574,11 +603,20 @@ class DataLoader:
         if raw is None:
             return None
         if self._collate:  # collate_fn's output as it made it, read in place
+            while True:
+                collated, worker = self._native_dataset.collated(raw)
+                if collated is not None:
+                    break
+                # An iterable dataset's worker had no more samples this epoch.
+                self._workers_ended.add(worker)
+                if len(self._workers_ended) == self._native_dataset.workers:
+                    return None
+                raw = self._core.next(self._stream())
             self.step_info = StepInfo(*raw.step)
             device = None
             if self._device_index is not None:
                 device = f"cuda:{self._device_index}" if self._device_index >= 0 else "cuda"
-            return _workers.unpack(self._native_dataset.collated(raw), device)
+            return _workers.unpack(collated, device)
         if self._structure is None:
             self._learn_structure()
         step = StepInfo(*raw.step)

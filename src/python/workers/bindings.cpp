@@ -19,8 +19,9 @@ void bind_workers(py::module_& m) {
   py::class_<process_dataset, dataset, std::shared_ptr<process_dataset>>(
       m, "ProcessDataset", py::dynamic_attr(),
       "A Python dataset read by worker processes (gpufeed/_workers.py starts them).")
-      .def(py::init<std::size_t, unsigned, bool, std::size_t>(), py::arg("size"),
-           py::arg("workers"), py::arg("collate") = false, py::arg("collate_budget") = 0)
+      .def(py::init<std::size_t, unsigned, bool, std::size_t, bool>(), py::arg("size"),
+           py::arg("workers"), py::arg("collate") = false, py::arg("collate_budget") = 0,
+           py::arg("iterable") = false)
       .def(
           "files",
           [](process_dataset const& d, unsigned worker) {
@@ -52,17 +53,20 @@ void bind_workers(py::module_& m) {
           [](process_dataset const& d, std::shared_ptr<batch_lease> const& b) {
             auto const slot = b->value.host_field(0);
             auto const batch = d.collated_batch(static_cast<std::byte const*>(slot.data()));
-            return export_host_bytes(b, batch.data, batch.bytes);
+            return py::make_tuple(batch.ended ? py::object{py::none()}
+                                              : export_host_bytes(b, batch.data, batch.bytes),
+                                  batch.worker);
           },
           py::arg("batch"),
-          "The bytes collate_fn's output takes, as a uint8 exporter that keeps the batch leased.");
+          "(the bytes collate_fn's output takes, as a uint8 exporter that keeps the batch leased, "
+          "or None when an iterable dataset's worker had no more samples; that worker).");
 
   m.def(
       "_worker_loop",
       [](py::object const& dataset, unsigned worker, unsigned workers, py::tuple const& files,
          std::size_t arena_reserve, int main_pid, py::object const& describe,
          py::object const& init_error, py::object const& collate_fn, py::object const& pack,
-         py::object const& write) {
+         py::object const& write, bool iterable, bool drop_last) {
         workers::worker_setup const setup{worker,
                                           workers,
                                           files[0].cast<int>(),
@@ -71,12 +75,19 @@ void bind_workers(py::module_& m) {
                                           files[3].cast<int>(),
                                           arena_reserve,
                                           main_pid};
-        workers::run_worker_loop(dataset, setup, {describe, init_error, collate_fn, pack, write});
+        workers::run_worker_loop(dataset, setup,
+                                 {.describe = describe,
+                                  .init_error = init_error,
+                                  .collate_fn = collate_fn,
+                                  .iterable = iterable,
+                                  .drop_last = drop_last,
+                                  .pack = pack,
+                                  .write = write});
       },
       py::arg("dataset"), py::arg("worker"), py::arg("workers"), py::arg("files"),
       py::arg("arena_reserve"), py::arg("main_pid"), py::arg("describe"), py::arg("init_error"),
       py::arg("collate_fn") = py::none(), py::arg("pack") = py::none(),
-      py::arg("write") = py::none(),
+      py::arg("write") = py::none(), py::arg("iterable") = false, py::arg("drop_last") = false,
       "Runs worker process `worker`'s loop until the loader stops it or its process is gone.");
 }
 

@@ -36,6 +36,7 @@ enum class collate_result : std::uint8_t {
   written = 0,  ///< the output is in the block: its bytes follow
   larger = 1,   ///< the output needs a block of the bytes that follow (it is kept)
   failed = 2,   ///< a record says why (the whole batch fails)
+  ended = 3,    ///< an iterable dataset's iterator in this worker has no more samples this epoch
 };
 
 /// How a task ended, as a whole (a claim's samples fail one by one inside an `ok` reply).

@@ -191,9 +191,10 @@ class remote_staged final : public staged_sample {
 };
 
 process_dataset::process_dataset(std::size_t size, unsigned workers, bool collate,
-                                 std::size_t collate_budget)
+                                 std::size_t collate_budget, bool iterable)
     : size_{size},
-      collate_{collate},
+      collate_{collate || iterable},
+      iterable_{iterable},
       collate_budget_{collate_budget},
       arena_{std::make_shared<shared_arena>(arena_reserve_bytes())},
       control_{shared_mapping::create("gpufeed-mailboxes", control_bytes(std::max(workers, 1U)))} {
@@ -541,8 +542,11 @@ void process_dataset::collate_each(link& w, std::span<sample_read> reads) const 
     if (status == reply_status::fatal) throw_fatal(w);
     payload_reader in{std::span<std::byte const>{w.box->payload, w.box->bytes}};
     auto const result = static_cast<collate_result>(in.get<std::uint8_t>());
-    if (result == collate_result::written) {
-      block.used = static_cast<std::size_t>(in.get<std::uint64_t>());
+    if (result == collate_result::written || result == collate_result::ended) {
+      bool const ended = result == collate_result::ended;
+      block.used = ended ? 0 : static_cast<std::size_t>(in.get<std::uint64_t>());
+      block.ended = ended;
+      block.worker = w.id;
       std::lock_guard const lock{blocks_mutex_};
       blocks_[slot] = block;
       largest_batch_ = std::max(largest_batch_, block.used);
@@ -572,7 +576,8 @@ process_dataset::collated process_dataset::collated_batch(std::byte const* slot)
   if (found == blocks_.end()) {
     throw std::out_of_range{"gpufeed: no batch was collated into this slot"};
   }
-  return {arena_->at(found->second.offset), found->second.used};
+  auto const& b = found->second;
+  return {arena_->at(b.offset), b.used, b.ended, b.worker};
 }
 
 sample_spec process_dataset::spec() const {

@@ -88,8 +88,11 @@ class process_dataset final : public dataset {
   /// With `collate` the workers make each batch whole, with the user's collate_fn: the ring's
   /// slots only carry the batches, whose output lives in a block of the arena per slot, grown
   /// to the largest batch seen, all blocks within `collate_budget` bytes.
+  /// With `iterable` (and `collate`), the dataset is an iterable one: each worker takes a
+  /// batch's samples from its own iterator (the indices are only the batch's places), and says
+  /// when its iterator ends.
   process_dataset(std::size_t size, unsigned workers, bool collate = false,
-                  std::size_t collate_budget = 0);
+                  std::size_t collate_budget = 0, bool iterable = false);
   ~process_dataset() override;
   process_dataset(process_dataset const&) = delete;
   process_dataset& operator=(process_dataset const&) = delete;
@@ -117,6 +120,8 @@ class process_dataset final : public dataset {
   struct collated {
     std::byte* data = nullptr;
     std::size_t bytes = 0;
+    bool ended = false;  // an iterable dataset's worker had no more samples (no output)
+    unsigned worker = 0;
   };
   [[nodiscard]] collated collated_batch(std::byte const* slot) const;
 
@@ -168,6 +173,7 @@ class process_dataset final : public dataset {
 
   std::size_t size_;
   bool collate_;
+  bool iterable_;
   std::size_t collate_budget_;
   std::shared_ptr<shared_arena> arena_;
   // collate_fn's output per slot (by the slot's memory): its block and what it holds.
@@ -175,6 +181,8 @@ class process_dataset final : public dataset {
     std::uint64_t offset = 0;
     std::size_t capacity = 0;
     std::size_t used = 0;
+    bool ended = false;  // the last batch an iterable dataset's worker could not make
+    unsigned worker = 0;
   };
   mutable std::mutex blocks_mutex_;
   mutable std::unordered_map<std::byte const*, block_of_slot> blocks_;

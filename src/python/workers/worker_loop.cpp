@@ -45,7 +45,8 @@ class worker {
         arena_{shared_mapping::open(setup.arena_fd, setup.arena_reserve)},
         box_{reinterpret_cast<mailbox*>(control_.base() + setup.worker * sizeof(mailbox))},
         parent_{open_pidfd(setup.main_pid)},
-        getitem_{dataset.attr("__getitem__")},
+        dataset_{dataset},
+        getitem_{calls.iterable ? py::object{} : dataset.attr("__getitem__")},
         describe_{calls.describe},
         pickle_{py::module_::import("pickle")} {
     if (!control_.holds(setup.worker * sizeof(mailbox), sizeof(mailbox))) {
@@ -340,7 +341,19 @@ class worker {
       auto const count = in.get<std::uint32_t>();
       py::list samples;
       std::size_t first_index = 0;
-      for (std::uint32_t k = 0; k < count; ++k) {
+      if (calls_.iterable) {
+        failure failed;
+        if (!take_from_iterator(count, epoch, samples, failed)) {
+          collate_failed(out, failed);
+          return;
+        }
+        if (samples.empty() ||
+            (calls_.drop_last && static_cast<std::size_t>(py::len(samples)) < count)) {
+          out.put<std::uint8_t>(static_cast<std::uint8_t>(collate_result::ended));
+          return;
+        }
+      }
+      for (std::uint32_t k = 0; k < count && !calls_.iterable; ++k) {
         auto const index = in.get<std::uint64_t>();
         if (k == 0) first_index = index;
         failure failed;
@@ -379,6 +392,35 @@ class worker {
     out.put<std::uint64_t>(bytes);
   }
 
+  // Up to `count` samples from this worker's iterator over the dataset, made again when the
+  // epoch changes (as torch's workers iterate their copy anew each epoch). False when the
+  // iterator raised (`failed` says how).
+  bool take_from_iterator(std::uint32_t count, std::uint64_t epoch, py::list& samples,
+                          failure& failed) {
+    try {
+      if (!iterator_ || iterator_epoch_ != epoch) {
+        iterator_ = py::iter(dataset_);
+        iterator_epoch_ = epoch;
+        exhausted_ = false;
+      }
+      while (!exhausted_ && static_cast<std::uint32_t>(py::len(samples)) < count) {
+        PyObject* item = PyIter_Next(iterator_.ptr());
+        if (item == nullptr) {
+          if (PyErr_Occurred() != nullptr) throw py::error_already_set();
+          exhausted_ = true;
+          break;
+        }
+        samples.append(py::reinterpret_steal<py::object>(item));
+      }
+      return true;
+    } catch (py::error_already_set& e) {
+      e.restore();
+      failed = described(python_error::fetch(), 0, epoch);
+      exhausted_ = true;  // an iterator that raised is done: torch's would be too
+      return false;
+    }
+  }
+
   void collate_failed(payload_writer& out, failure const& failed) {
     out.put<std::uint8_t>(static_cast<std::uint8_t>(collate_result::failed));
     records replies{out};
@@ -411,7 +453,11 @@ class worker {
   shared_mapping arena_;
   mailbox* box_;
   file_descriptor parent_;
+  py::object dataset_;
   py::object getitem_;
+  py::object iterator_;  // an iterable dataset's, for iterator_epoch_
+  std::uint64_t iterator_epoch_ = 0;
+  bool exhausted_ = false;
   py::object describe_;
   py::module_ pickle_;
   std::optional<sample_tree> tree_;

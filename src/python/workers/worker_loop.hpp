@@ -33,6 +33,10 @@ struct worker_calls {
   py::object init_error;
   /// None, or the user's collate_fn (collate tasks).
   py::object collate_fn;
+  /// Whether the dataset is an iterable one (collate tasks take the batch's samples from this
+  /// worker's iterator, made again for each epoch), and whether a short last batch is dropped.
+  bool iterable = false;
+  bool drop_last = false;
   /// pack(output) -> (bytes, header, arrays) and write(memoryview, header, arrays): a
   /// collate_fn's output laid out in a block (gpufeed._workers).
   py::object pack;
