@@ -47,15 +47,6 @@ def test_the_default_collate_is_accepted():
     assert [b.tolist() for b in loader] == [[0, 1], [2, 3]]
 
 
-def test_iterable_datasets_are_refused_with_the_reason():
-    class Stream(torch.utils.data.IterableDataset):
-        def __iter__(self):
-            return iter(range(3))
-
-    with pytest.raises(ValueError, match="IterableDataset"):
-        gpufeed.DataLoader(Stream())
-
-
 class Holds(torch.utils.data.Dataset):
     def __init__(self, leaf):
         self.leaf = leaf
