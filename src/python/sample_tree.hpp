@@ -21,8 +21,8 @@ class sample_tree {
   /// @throws std::invalid_argument when a leaf is not a number, an array, str or bytes.
   static sample_tree infer(py::handle first);
 
-  /// What a field's leaf is in the first sample: an array or number, or text (its field holds an int64
-  /// id; see text_table).
+  /// What a field's leaf is in the first sample: an array or number, or text (its field holds an
+  /// int64 id; see text_table).
   enum class leaf_kind : unsigned char { array, str, bytes };
 
   /// The tree that `describe()` described, with its fields and their kinds (GIL held): another
