@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""GIL scaling: Python datasets read by gpufeed.DataLoader's worker threads, 1, 2, 4 and 8
+"""GIL scaling: Python datasets read by gpufeed.DataLoader's worker threads
+(worker_type="thread"; processes are the default for Python datasets), 1, 2, 4 and 8
 workers, on work that releases the GIL and on pure-Python work (about 1 ms per sample each):
 
   numpy        elementwise ops on a 1 MiB float32 array (numpy drops the GIL in the loop)
-  pil_decode   PIL decodes a 400-500 px JPEG held in memory (bench_images.py's files)
+  pil_decode   PIL decodes a 400-500 px JPEG held in memory (workloads.make_images's files)
   file_read    reads a 4 MiB file (page cache) with open().read()
   pure_python  a Python loop of integer arithmetic (holds the GIL throughout)
 
@@ -24,8 +25,8 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench_images  # noqa: E402
 import paired  # noqa: E402
+from workloads import make_images  # noqa: E402
 
 
 class NumpyWork:
@@ -101,7 +102,7 @@ def main():
     a = p.parse_args()
     import gpufeed
 
-    bench_images.make_images(os.path.join(a.data, "images"), 512, 8)
+    make_images(os.path.join(a.data, "images"), 512, 8)
     makers = {"numpy": lambda: NumpyWork(a.samples),
               "pil_decode": lambda: PilDecode(a.samples, os.path.join(a.data, "images")),
               "file_read": lambda: FileRead(a.samples, os.path.join(a.data, "files")),
@@ -115,7 +116,7 @@ def main():
 
         def run(workers, data=data, diagnoses=diagnoses):
             loader = gpufeed.DataLoader(data, batch_size=a.batch_size, shuffle=True, seed=0,
-                                        num_workers=workers)
+                                        num_workers=workers, worker_type="thread")
             try:
                 out = paired.timed(paired.endless(loader), paired.warmup_batches(workers),
                                    a.batches)

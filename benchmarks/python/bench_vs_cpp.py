@@ -12,9 +12,9 @@ way; each batch becomes torch tensors (DLPack) and is dropped at once. Cases:
 
   synthetic   gpufeed's Synthetic: image uint8 [3, 64, 64] + label int64, --cpu-cost-us each
   memory      in-memory arrays of the same shape (C++: gpufeed::in_memory; Python: InMemory)
-  hdf5        bench_hdf5.py's contiguous.h5
+  hdf5        bench_hdf5.py's contiguous.h5 (workloads.make_h5_files)
   hdf5_chunked  its chunked.h5 (gzip), chunk-aware shuffle (chunk_window 16, 32 cached chunks)
-  images      bench_images.py's JPEGs, random resized crop 224 + horizontal flip
+  images      bench_images.py's JPEGs (workloads.make_images), random resized crop 224 + flip
 
   PYTHONPATH=build/python /usr/bin/python3 benchmarks/python/bench_vs_cpp.py [--bench build/bin/gpufeed-bench]
 """
@@ -28,9 +28,8 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench_hdf5  # noqa: E402
-import bench_images  # noqa: E402
 import paired  # noqa: E402
+from workloads import make_h5_files, make_images  # noqa: E402
 
 SIDE = 64
 
@@ -128,8 +127,8 @@ def main():
     a = p.parse_args()
     a.batches = dict((k, int(v)) for k, v in (x.split("=") for x in a.batches.split(",")))
 
-    bench_hdf5.make_files(os.path.join(a.data, "hdf5"), 4096)
-    bench_images.make_images(os.path.join(a.data, "images"), 512, 8)
+    make_h5_files(os.path.join(a.data, "hdf5"), 4096)
+    make_images(os.path.join(a.data, "images"), 512, 8)
     results, goals = {}, []
     all_cases = cases(a)
     for name in a.cases.split(","):

@@ -19,8 +19,9 @@ Every run reports CPU time per sample of the whole process tree (workers include
 Goals (issue 23): gpufeed >= 1.2x torch (median of paired ratios) and never below 1.0x; the step
 while fed within 15 % of its time with data in memory; CPU per sample below torch's.
 
-  PYTHONPATH=/tmp/build-bench/python /tmp/venv-bench/bin/python benchmarks/python/bench_workers.py \\
-      --repeats 7 --out docs/benchmarks/python-workers [--device cuda --workers 8 --step-workers 8]
+  PYTHONPATH=/tmp/build-bench/python /tmp/venv-bench/bin/python \\
+      benchmarks/python/bench_workers.py --repeats 7 --out docs/benchmarks/python-workers
+  (a GPU machine: add --device cuda --workers 8 --step-workers 8)
 """
 
 import argparse
