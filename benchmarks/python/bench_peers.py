@@ -23,8 +23,9 @@ Cases (the datasets of the other Python benchmarks; workloads.make_dataset):
 Goals (issue 24): ahead of each peer where gpufeed works in C++; on Python datasets no worse
 than the best peer (per repeat: gpufeed over the fastest peer in that repeat; median >= 1.0).
 
-  PYTHONPATH=/tmp/build-bench/python /tmp/venv-bench/bin/python benchmarks/python/bench_peers.py \\
-      --repeats 5 --out docs/benchmarks/python-peers [--device cuda --workers 8]
+  PYTHONPATH=/tmp/build-bench/python /tmp/venv-bench/bin/python \\
+      benchmarks/python/bench_peers.py --repeats 7 --out docs/benchmarks/python-peers
+  (a GPU machine: add --device cuda --workers 8)
 """
 
 import os
@@ -94,10 +95,9 @@ def main():
                     ["/".join(f"{r['median_cpu_ratio'][f'gpufeed/{n}']:.1f}" for n in peers)])
     print(f"\n{os.cpu_count()} cores, load {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
           f"samples/s, loader only, {a.workers} workers, batch {a.batch_size}")
-    paired.print_table(["case", "gpufeed in"] + ["gpufeed"] + peers +
-                       [f"/{n}" for n in peers] + ["/best peer (range)",
-                                                   "CPU per sample " + "/".join(peers) + " / gpufeed"],
-                       rows)
+    cpu_header = f"CPU per sample {'/'.join(peers)} / gpufeed"
+    paired.print_table(["case", "gpufeed in", "gpufeed"] + peers + [f"/{n}" for n in peers] +
+                       ["/best peer (range)", cpu_header], rows)
     for g in goals:
         print(f"  {'met' if g['met'] else 'NOT met'}: {g['goal']}: {g['measured']} "
               f"(range {g['range'][0]}-{g['range'][1]})")

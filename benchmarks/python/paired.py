@@ -52,7 +52,10 @@ def batch_samples(batch):
 
 def tree_cpu_seconds():
     """User + system CPU seconds of this process and its live descendants (torch's worker
-    processes): what a run cost in CPU, whatever share of the cores other load left it."""
+    processes), and of the descendants they have reaped (SPDL and torchdata.nodes end their
+    worker processes with each epoch: the difference of two readings counts a process that
+    ended in between once, its whole time in its parent's reading less what the first reading
+    had of it): what a run cost in CPU, whatever share of the cores other load left it."""
     import psutil
 
     me = psutil.Process()
@@ -62,7 +65,7 @@ def tree_cpu_seconds():
             t = p.cpu_times()
         except psutil.NoSuchProcess:
             continue
-        total += t.user + t.system
+        total += t.user + t.system + t.children_user + t.children_system
     return total
 
 
@@ -339,11 +342,15 @@ def commit(out_dir=RESULTS):
     """The commit measured, and the files that differed from it (the benchmark measures the
     working tree's build), other than the results being written."""
     def git(*args):
+        # Only the trailing newline goes: a porcelain line starts with its status columns,
+        # blank for a file changed in the work tree alone.
         return subprocess.run(["git", "-C", REPO, *args], capture_output=True, text=True,
-                              check=False).stdout.strip()
+                              check=False).stdout.rstrip("\n")
 
-    changed = git("status", "--porcelain", "--", ".",
-                  f":(exclude){os.path.relpath(os.path.abspath(out_dir), REPO)}")
+    out = os.path.relpath(os.path.abspath(out_dir), REPO)
+    # git refuses a pathspec outside the repository (a results folder elsewhere).
+    exclude = [] if out.startswith("..") else [f":(exclude){out}"]
+    changed = git("status", "--porcelain", "--", ".", *exclude)
     files = [line[3:] for line in changed.splitlines()]
     return {"commit": git("rev-parse", "HEAD"), "dirty": bool(files), "dirty_files": files}
 
@@ -393,7 +400,8 @@ def print_table(headers, rows):
     cells = [[str(c) for c in headers]] + [[str(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     for i, row in enumerate(cells):
-        print("  ".join(c.rjust(w) if j else c.ljust(w) for j, (c, w) in enumerate(zip(row, widths))))
+        print("  ".join(c.rjust(w) if j else c.ljust(w)
+                        for j, (c, w) in enumerate(zip(row, widths))))
         if i == 0:
             print("  ".join("-" * w for w in widths))
 
