@@ -20,7 +20,7 @@ Cases (the datasets of the other Python benchmarks; workloads.make_dataset):
     images        gpufeed.datasets.ImageFolder(random_resized_crop, flip) / torchvision
                   ImageFolder with RandomResizedCrop + flip + PILToTensor (uint8, the same output)
 
-Goals (issue 24): ahead of each peer where gpufeed works in C++; on Python datasets no worse
+Goals: ahead of each peer where gpufeed works in C++; on Python datasets no worse
 than the best peer (per repeat: gpufeed over the fastest peer in that repeat; median >= 1.0).
 
   PYTHONPATH=/tmp/build-bench/python /tmp/venv-bench/bin/python \\

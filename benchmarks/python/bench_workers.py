@@ -16,7 +16,7 @@ file). For each:
   memory   peak RSS and PSS summed over all processes, each loader alone in a child process
 Every run reports CPU time per sample of the whole process tree (workers included).
 
-Goals (issue 23): gpufeed >= 1.2x torch (median of paired ratios) and never below 1.0x; the step
+Goals: gpufeed >= 1.2x torch (median of paired ratios) and never below 1.0x; the step
 while fed within 15 % of its time with data in memory; CPU per sample below torch's.
 
   PYTHONPATH=/tmp/build-bench/python /tmp/venv-bench/bin/python \\

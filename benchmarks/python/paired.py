@@ -1,4 +1,4 @@
-"""Shared helpers of the Python benchmarks (benchmarks/python/bench_*.py): interleaved paired
+"""The harness the Python benchmarks share (benchmarks/python/bench_*.py): interleaved paired
 repeats judged on the median of per-repeat ratios, endless iteration over a loader, peak memory
 of a process tree, and the JSON report with the commit, machine, date and command.
 
