@@ -134,3 +134,299 @@ def assert_same(ours, theirs, where="batch"):
 
 def indices_of(batches):
     return [int(i) for b in batches for i in b]
+
+
+# ---- worker processes: datasets that must pickle (spawn, forkserver) -------------------------------
+
+class InitFailed(Exception):
+    """Raised by fail_init: a type of the user's, which must reach the caller as itself."""
+
+
+def fail_init(worker_id):
+    raise InitFailed(f"worker_init_fn could not open its handle in worker {worker_id}")
+
+
+class BlocksFrom(Sized):
+    """Samples below `block_from` are their index; reading any other sends (pid, index) on
+    `report` (a multiprocessing Connection) and then sleeps for an hour: a batch that needs it
+    comes only if the worker dies."""
+
+    def __init__(self, n, block_from, report):
+        super().__init__(n)
+        self.block_from = block_from
+        self.report = report
+
+    def __getitem__(self, i):
+        import os
+        import time
+
+        if i >= self.block_from:
+            self.report.send((os.getpid(), i))
+            time.sleep(3600)
+        return np.full(4, i, np.float32)
+
+
+class ExitsAt(Sized):
+    """Sample `at` ends its worker process with os._exit(status)."""
+
+    def __init__(self, n, at, status):
+        super().__init__(n)
+        self.at = at
+        self.status = status
+
+    def __getitem__(self, i):
+        import os
+
+        if i == self.at:
+            os._exit(self.status)
+        return np.full(4, i, np.float32)
+
+
+class FirstDraws(Sized):
+    """Sample i: (i, the worker's id, how many samples this worker read before it, a draw from
+    random, from numpy's global generator and from torch, the worker's seed as a str). Each
+    worker's first read waits at `barrier` (a multiprocessing Barrier of num_workers parties,
+    or None) until every worker has started one, so every worker reads at least one sample."""
+
+    def __init__(self, n, barrier=None):
+        super().__init__(n)
+        self.barrier = barrier
+        self.calls = 0  # this worker's own count: each worker process has its own copy
+
+    def __getitem__(self, i):
+        import random
+
+        info = torch.utils.data.get_worker_info()
+        call = self.calls
+        self.calls += 1
+        if call == 0 and self.barrier is not None:
+            self.barrier.wait(120)
+        return (i, info.id, call, random.random(), float(np.random.random()),
+                float(torch.rand(())), str(info.seed))
+
+
+# ---- processes, files and child interpreters (test_lifetimes.py, test_workers.py) -------------------
+# Imports inside: worker processes started by spawn import this module to unpickle the datasets
+# above, and need none of these.
+
+# multiprocessing's own helper processes, started once and kept for the session (a forkserver's
+# workers are its children and count as ours; the server itself does not).
+_MULTIPROCESSING_HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
+
+
+def worker_children():
+    """This process's descendants (zombies included), but multiprocessing's helpers."""
+    import psutil
+
+    me = psutil.Process()
+    out = []
+    for child in me.children(recursive=True):
+        try:
+            helper = child.ppid() == me.pid and any(
+                name in " ".join(child.cmdline()) for name in _MULTIPROCESSING_HELPERS)
+        except psutil.NoSuchProcess:
+            continue
+        if not helper:
+            out.append(child)
+    return out
+
+
+def open_files(pid="self"):
+    """{fd: what it refers to} of a process (readlink of /proc/<pid>/fd/*)."""
+    import os
+
+    out = {}
+    folder = f"/proc/{pid}/fd"
+    for name in os.listdir(folder):
+        try:
+            out[int(name)] = os.readlink(f"{folder}/{name}")
+        except OSError:  # closed meanwhile (listdir's own descriptor among them)
+            pass
+    return out
+
+
+def gpufeed_memfds(pid="self"):
+    """The targets of a process's descriptors that are gpufeed's anonymous memfds (the ring,
+    the mailboxes: "/memfd:gpufeed-ring (deleted)")."""
+    return sorted(t for t in open_files(pid).values() if "memfd:gpufeed" in t)
+
+
+def mappings(pid="self", containing=""):
+    """The lines of /proc/<pid>/maps that contain `containing`."""
+    with open(f"/proc/{pid}/maps") as f:
+        return [line.rstrip("\n") for line in f if containing in line]
+
+
+def settles_to(measure, expected, within_s=20.0):
+    """Polls until measure() == expected (a process or thread leaves /proc a moment after it is
+    joined); returns the last value. A bound against hangs, not a timing check."""
+    import time
+
+    deadline = time.monotonic() + within_s
+    value = measure()
+    while value != expected and time.monotonic() < deadline:
+        time.sleep(0.01)
+        value = measure()
+    return value
+
+
+class Hang(Exception):
+    """A guarded call did not return within its (generous) bound."""
+
+
+class hang_guard:
+    """Raises Hang in the main thread if the block runs longer than `seconds`: a bound against
+    hangs (gpufeed's next() checks for signals while it waits), never a timing check."""
+
+    def __init__(self, seconds, what):
+        self.seconds = seconds
+        self.what = what
+
+    def __enter__(self):
+        import _thread
+        import signal
+        import threading
+
+        def hang(signum, frame):
+            raise Hang(f"{self.what}: still waiting after {self.seconds} s")
+
+        self._previous = signal.signal(signal.SIGUSR1, hang)
+        self._timer = threading.Timer(self.seconds, _thread.interrupt_main, (signal.SIGUSR1,))
+        self._timer.daemon = True
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc):
+        import signal
+
+        self._timer.cancel()
+        self._timer.join()
+        signal.signal(signal.SIGUSR1, self._previous)
+        return False
+
+
+# Generous bound for a child interpreter to get through its script: it guards against hangs
+# only; on a loaded 2-core machine the scripts take a few seconds (spawned workers import torch).
+CHILD_TIMEOUT_S = 120
+# What a child's stderr must never show: a crash (faulthandler's "Fatal Python error", abort,
+# segfault), std::terminate, a thread ended by an exception, or an exception swallowed at
+# collection time.
+CRASH_WORDS = ("Fatal Python error", "terminate called", "Segmentation fault", "Aborted",
+               "Exception in thread", "core dumped", "Exception ignored")
+
+
+def assert_no_crash(err):
+    for word in CRASH_WORDS:
+        assert word not in err, f"{word!r} in the child's stderr:\n{err[-4000:]}"
+
+
+class Child:
+    """A child interpreter running `source` (with sys.argv[1:] = args), in a session of its own
+    so that interrupt() reaches it and its workers as Ctrl-C reaches a terminal's foreground
+    processes. Its stdout lines arrive on a queue; `wrap` prefixes the command (unshare ...)."""
+
+    def __init__(self, tmp_path, source, *args, wrap=()):
+        import os
+        import queue
+        import subprocess
+        import sys
+        import textwrap
+        import threading
+
+        import gpufeed
+
+        script = tmp_path / "child.py"
+        script.write_text(textwrap.dedent(source).lstrip("\n"))
+        root = os.path.dirname(os.path.dirname(os.path.abspath(gpufeed.__file__)))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (root, os.path.dirname(os.path.abspath(__file__)), env.get("PYTHONPATH"))
+            if p)
+        env["PYTHONFAULTHANDLER"] = "1"  # a crash prints "Fatal Python error" and the stacks
+        self.proc = subprocess.Popen([*wrap, sys.executable, str(script), *map(str, args)],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     env=env, start_new_session=True)
+        self._lines = queue.Queue()
+        self._out, self._err = [], []
+        self._readers = [threading.Thread(target=self._read, args=(self.proc.stdout, self._out,
+                                                                   self._lines), daemon=True),
+                         threading.Thread(target=self._read, args=(self.proc.stderr, self._err,
+                                                                   None), daemon=True)]
+        for r in self._readers:
+            r.start()
+
+    @staticmethod
+    def _read(stream, into, lines):
+        for line in stream:
+            into.append(line)
+            if lines is not None:
+                lines.put(line.rstrip("\n"))
+        if lines is not None:
+            lines.put(None)
+
+    def _fail(self, why):
+        import os
+        import signal
+
+        import pytest
+
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # its workers too
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+        for r in self._readers:
+            r.join(10)
+        pytest.fail(f"{why}\n--- stdout:\n{''.join(self._out)}\n--- stderr:\n"
+                    f"{''.join(self._err)[-4000:]}")
+
+    def expect(self, prefix):
+        """Waits for a stdout line that starts with `prefix`; returns it."""
+        import queue
+        import time
+
+        deadline = time.monotonic() + CHILD_TIMEOUT_S
+        while True:
+            try:
+                line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                self._fail(f"the child did not print {prefix!r} in {CHILD_TIMEOUT_S} s")
+            if line is None:
+                self.proc.wait()
+                self._fail(f"the child ended (code {self.proc.returncode}) before "
+                           f"printing {prefix!r}")
+            if line.startswith(prefix):
+                return line
+
+    def interrupt(self):
+        """Ctrl-C: SIGINT to every process of the child's session (its workers included)."""
+        import os
+        import signal
+
+        os.killpg(self.proc.pid, signal.SIGINT)
+
+    def finish(self):
+        """(returncode, stdout, stderr) once the child exits; fails if it hangs."""
+        import subprocess
+
+        try:
+            self.proc.wait(timeout=CHILD_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self._fail(f"the child did not exit within {CHILD_TIMEOUT_S} s (hang)")
+        for r in self._readers:
+            r.join(10)
+        return self.proc.returncode, "".join(self._out), "".join(self._err)
+
+
+def still_running(pids_and_starts):
+    """Those of [(pid, create_time)] that are still the same process (a zombie counts)."""
+    import psutil
+
+    out = []
+    for pid, started in pids_and_starts:
+        try:
+            if psutil.Process(pid).create_time() == started:
+                out.append(pid)
+        except psutil.NoSuchProcess:
+            pass
+    return out
