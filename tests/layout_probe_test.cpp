@@ -267,6 +267,27 @@ TEST(LayoutProbe, TheConsumersPositionBeforeTheLayoutIsKept) {
   EXPECT_EQ(l.epoch(), 4U);
 }
 
+TEST(LayoutProbe, ARestorePastTheEpochsEndIsRefusedBeforeAndAfterTheLayout) {
+  loader_options const options{.batch_size = 5, .workers = 2};
+  loader reference{std::make_shared<learned_dataset>(30), options};
+  auto past_the_end = reference.state();
+  past_the_end.next_sequence = 7;  // 30 samples make 6 batches
+  auto const refusal = [&](loader& l) {
+    try {
+      l.restore(past_the_end);
+    } catch (logic_error const& e) {
+      return std::string{e.what()};
+    }
+    return std::string{"no exception"};
+  };
+  loader before{std::make_shared<learned_dataset>(30), options};  // still learning the layout
+  EXPECT_NE(refusal(before).find("past the epoch's 6 batches"), std::string::npos)
+      << refusal(before);
+  loader after{std::make_shared<learned_dataset>(30), options};
+  ASSERT_TRUE(after.next().has_value());  // the core is made
+  EXPECT_NE(refusal(after).find("past the epoch's 6 batches"), std::string::npos) << refusal(after);
+}
+
 TEST(LayoutProbe, AGivenOrderIsWaitedForAndKept) {
   auto data = std::make_shared<learned_dataset>(20);
   loader l{data, {.batch_size = 4, .workers = 2, .order = sample_order::given}};

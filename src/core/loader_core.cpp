@@ -267,14 +267,7 @@ loader_state loader_core::state() const {
 void loader_core::restore(loader_state const& wanted) {
   epochs_.expect_same_fingerprint(wanted);
   std::lock_guard const lock{mutex_};
-  auto const* plan = epochs_.plan(wanted.epoch);
-  GPUFEED_EXPECTS(plan != nullptr, "cannot restore to epoch " + std::to_string(wanted.epoch) +
-                                       ": its order is not given yet; call set_epoch(" +
-                                       std::to_string(wanted.epoch) + ", order) first");
-  GPUFEED_EXPECTS(wanted.next_sequence <= plan->batches(),
-                  "cannot restore: next_sequence " + std::to_string(wanted.next_sequence) +
-                      " is past the epoch's " + std::to_string(plan->batches()) + " batches");
-  cursor const to{wanted.epoch, static_cast<std::size_t>(wanted.next_sequence)};
+  cursor const to = epochs_.restore_point(wanted);
   if (ring_.consumer() != to) {
     ring_.flush(to);
     consumer_.forget_pending_locked();

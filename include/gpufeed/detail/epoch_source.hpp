@@ -56,6 +56,9 @@ class epoch_source {
   [[nodiscard]] loader_state state_at(cursor at) const noexcept;
   /// @throws logic_error naming the first setting in which `saved` differs from this loader's.
   void expect_same_fingerprint(loader_state const& saved) const;
+  /// Where `saved` resumes: its epoch's first unread batch. Throws logic_error when the epoch's
+  /// order is not given yet or the batch is past the epoch's end. Under the loader's mutex.
+  [[nodiscard]] cursor restore_point(loader_state const& saved) const;
 
  private:
   loader_options options_;

@@ -78,6 +78,17 @@ loader_state epoch_source::state_at(cursor at) const noexcept {
   return out;
 }
 
+cursor epoch_source::restore_point(loader_state const& saved) const {
+  auto const* wanted = plan(saved.epoch);
+  GPUFEED_EXPECTS(wanted != nullptr, "cannot restore to epoch " + std::to_string(saved.epoch) +
+                                         ": its order is not given yet; call set_epoch(" +
+                                         std::to_string(saved.epoch) + ", order) first");
+  GPUFEED_EXPECTS(saved.next_sequence <= wanted->batches(),
+                  "cannot restore: next_sequence " + std::to_string(saved.next_sequence) +
+                      " is past the epoch's " + std::to_string(wanted->batches()) + " batches");
+  return {saved.epoch, static_cast<std::size_t>(saved.next_sequence)};
+}
+
 void epoch_source::expect_same_fingerprint(loader_state const& saved) const {
   auto const here = state_at({});
   auto const mismatch = [&](char const* what, auto saved_value, auto current) {

@@ -85,14 +85,7 @@ void layout_probe::set_epoch(std::uint64_t epoch, epoch_order order) {
 void layout_probe::restore(loader_state const& state) {
   epochs_.expect_same_fingerprint(state);
   std::lock_guard const lock{mutex_};
-  auto const* plan = epochs_.plan(state.epoch);
-  GPUFEED_EXPECTS(plan != nullptr, "cannot restore to epoch " + std::to_string(state.epoch) +
-                                       ": its order is not given yet; call set_epoch(" +
-                                       std::to_string(state.epoch) + ", order) first");
-  GPUFEED_EXPECTS(state.next_sequence <= plan->batches(),
-                  "cannot restore: next_sequence " + std::to_string(state.next_sequence) +
-                      " is past the epoch's " + std::to_string(plan->batches()) + " batches");
-  restart_locked({state.epoch, static_cast<std::size_t>(state.next_sequence)});
+  restart_locked(epochs_.restore_point(state));
 }
 
 std::uint64_t layout_probe::epoch() const {
