@@ -1,5 +1,5 @@
 #pragma once
-// AVX2 helpers shared by the image kernels (image_resize.cpp, image_ycc_copy.cpp): bytes of
+// AVX2 helpers shared by the image kernels (image_resample_avx2.cpp, image_ycc_copy.cpp): bytes of
 // eight R, G and B values interleaved into RGB. Internal to src/datasets.
 
 #include <cstdint>
