@@ -23,12 +23,8 @@ using namespace resample;
 
 namespace {
 
-kernels const* pick_kernels() noexcept {
-  if (auto const* avx2 = avx2_kernels()) return avx2;
-  return &portable_kernels();
-}
-
-kernels const* const best_kernels = pick_kernels();
+kernels const* const avx2_table = avx2_kernels();  // asked once: the CPU does not change
+kernels const* const best_kernels = avx2_table != nullptr ? avx2_table : &portable_kernels();
 std::atomic<kernels const*> chosen_kernels{best_kernels};
 
 kernels const& active() noexcept {
@@ -203,8 +199,7 @@ bool use_portable_resize(bool portable) noexcept {
 }
 
 bool avx2_kernels_in_use() noexcept {
-  auto const* avx2 = avx2_kernels();
-  return avx2 != nullptr && &active() == avx2;
+  return avx2_table != nullptr && &active() == avx2_table;
 }
 
 void rgbx_row_to_rgb(std::uint8_t const* rgbx, int width, bool mirror, std::uint8_t* rgb) noexcept {
