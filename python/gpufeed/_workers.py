@@ -16,6 +16,7 @@ import multiprocessing.reduction
 import os
 import pickle
 import random
+import re
 import signal
 import struct
 import traceback
@@ -204,6 +205,19 @@ def _context(multiprocessing_context):
     return multiprocessing_context
 
 
+def _exit_hook_before_multiprocessings():
+    """atexit runs the hooks registered last first. multiprocessing's (registered when its util
+    module is first imported, after gpufeed's) terminates daemonic processes: run before
+    gpufeed's, it would end the workers under loaders still open, and a thread waiting in next()
+    would see them die. gpufeed's moves after it, so every loader is closed (and threads waiting
+    in next() are parked) before multiprocessing ends the workers."""
+    import atexit
+    import multiprocessing.util  # noqa: F401 - registers multiprocessing's hook if not yet
+
+    atexit.unregister(_gpufeed._at_exit)
+    atexit.register(_gpufeed._at_exit)
+
+
 class WorkerProcesses:
     """The worker processes of one loader: started at once, stopped by close()."""
 
@@ -212,8 +226,10 @@ class WorkerProcesses:
         self._native = native
         self._owner = os.getpid()
         self.processes = []
+        self._exit_codes = {}  # pid: exit code, of the workers reaped
         context = _context(multiprocessing_context)
         self.start_method = context.get_start_method()
+        _exit_hook_before_multiprocessings()
         try:
             for worker_id in range(num_workers):
                 files = tuple(_Descriptor(fd) for fd in native.files(worker_id))
@@ -241,23 +257,62 @@ class WorkerProcesses:
         """Each worker's exit code, or None while it runs."""
         return [p.exitcode for p in self.processes]
 
+    # How the core says a worker ended when it cannot tell how (the process is not its child).
+    _ENDED = re.compile(r"worker process (\d+) \(pid (\d+)\) ended while")
+
+    def explain(self, error, within_s=5.0):
+        """Says in `error` (a WorkerError) how a worker ended where the core could not: a
+        forkserver's workers are the server's children, so only multiprocessing, which hears
+        from the server, knows their exit status."""
+        text = str(error)
+        match = self._ENDED.search(text)
+        if match is None:
+            return
+        pid = int(match.group(2))
+        code = self._exit_codes.get(pid)
+        if code is None:
+            for p in self.processes:
+                if p.pid == pid:
+                    p.join(within_s)  # it is dead: the server reports its status at once
+                    code = self._exit_codes[pid] = p.exitcode
+        if code is None:
+            return
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = str(-code)
+            how = f"was killed by signal {-code} ({name})"
+        else:
+            how = f"exited with status {code}"
+        text = text.replace(match.group(0), match.group(0).replace("ended", how), 1)
+        if code == -signal.SIGKILL:
+            text += (". The kernel's out-of-memory killer ends processes with SIGKILL: check "
+                     "dmesg, and lower num_workers or the memory each sample takes")
+        error.args = (text,)
+
     def close(self, timeout=1.0):
         """Asks every worker to stop after the task in hand; ends (SIGTERM, then SIGKILL) the
-        ones still running after `timeout` seconds, whose work nobody waits for any more, and
-        reaps them all."""
-        if not self.processes or os.getpid() != self._owner:
+        ones still running after `timeout` seconds, whose work nobody waits for any more, reaps
+        them all, and closes the files they shared with this process (the ring's memory stays
+        mapped for the batches alive)."""
+        if os.getpid() != self._owner:
             return  # a process forked from the loader's: these workers are its parent's
-        self._native.stop_workers()
-        for p in self.processes:
-            p.join(timeout)
-        for p in self.processes:
-            if p.exitcode is None:
-                p.terminate()
-                p.join(1.0)
-            if p.exitcode is None:
-                p.kill()
-                p.join()
-        self.processes = []
+        if self.processes:
+            self._native.stop_workers()
+            for p in self.processes:
+                p.join(timeout)
+            for p in self.processes:
+                if p.exitcode is None:
+                    p.terminate()
+                    p.join(1.0)
+                if p.exitcode is None:
+                    p.kill()
+                    p.join()
+                self._exit_codes.setdefault(p.pid, p.exitcode)
+                p.close()  # its pipe to the process
+            self.processes = []
+        self._native.release_workers()
 
 
 # ---- a collate_fn's batches ----------------------------------------------------------------------

@@ -19,6 +19,7 @@ import numpy as np
 
 from . import _gpufeed, _workers
 from ._assemble import StepInfo, build, text_fields, unbatched
+from .errors import WorkerError
 
 try:  # torch is optional: without it, batches are numpy arrays
     import torch
@@ -480,7 +481,11 @@ class DataLoader:
         return self._core.batches_per_epoch
 
     def __iter__(self):
-        self._start_epoch()
+        try:
+            self._start_epoch()
+        except WorkerError as e:
+            self._explain(e)
+            raise
         iterator = self._iterator() if self._iterator is not None else None
         if iterator is None:
             iterator = _Iterator(self)
@@ -530,6 +535,11 @@ class DataLoader:
     def write_trace(self, path):
         """Writes the spans recorded (``trace_events``) for chrome://tracing or Perfetto."""
         self._core.write_trace(str(path))
+
+    def _explain(self, error):
+        """Completes a WorkerError's account of how a worker process ended."""
+        if self._workers is not None:
+            self._workers.explain(error)
 
     def close(self):
         """Stops the workers now (the loader is unusable afterwards; batches stay valid)."""
@@ -655,7 +665,11 @@ class _Iterator:
         with self._lock:
             if self._ended:
                 raise StopIteration
-            batch = self._loader._next_batch()
+            try:
+                batch = self._loader._next_batch()
+            except WorkerError as e:
+                self._loader._explain(e)
+                raise
             if batch is None:
                 self._ended = True
                 raise StopIteration

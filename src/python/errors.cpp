@@ -98,6 +98,10 @@ void register_exception_translation() {
           exception);
     } catch (sample_error const& e) {
       raise_sample_error(e);
+    } catch (python_worker_error const& e) {
+      py::object const exception = py::reinterpret_steal<py::object>(e.original().exception());
+      add_note(exception, e.what());
+      raise_object(exception);
     } catch (workers::remote_worker_error const& e) {
       raise_object(rebuilt(e.pickled(),
                            "gpufeed: the worker process cannot go on, so the "

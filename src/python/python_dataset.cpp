@@ -158,11 +158,31 @@ python_dataset::~python_dataset() {
 void python_dataset::init_worker(unsigned worker) const {
   {
     std::lock_guard const lock{init_mutex_};
-    if (initialized_.size() <= worker) initialized_.resize(worker + 1U, false);
+    if (initialized_.size() <= worker) {
+      initialized_.resize(worker + 1U, false);
+      init_failures_.resize(worker + 1U);
+    }
+    if (init_failures_[worker]) std::rethrow_exception(init_failures_[worker]);
     if (initialized_[worker]) return;
     initialized_[worker] = true;
   }
-  if (!worker_init_fn_.is_none()) worker_init_fn_(worker);
+  if (worker_init_fn_.is_none()) return;
+  try {
+    worker_init_fn_(worker);
+  } catch (py::error_already_set& e) {
+    // As in torch, a worker whose worker_init_fn failed reads nothing: the loader stops, and
+    // the caller gets the exception itself.
+    e.restore();
+    auto failure = std::make_exception_ptr(
+        python_worker_error{"gpufeed: worker_init_fn raised in worker thread " +
+                                std::to_string(worker) + ", so the loader stopped",
+                            python_error::fetch()});
+    {
+      std::lock_guard const lock{init_mutex_};
+      init_failures_[worker] = failure;
+    }
+    std::rethrow_exception(failure);
+  }
 }
 
 void python_dataset::read(std::size_t index, sample_view out, read_context const& ctx) const {

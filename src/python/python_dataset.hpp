@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <exception>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -98,6 +99,8 @@ class python_dataset final : public dataset {
   std::atomic<unsigned> workers_{0};
   mutable std::mutex init_mutex_;
   mutable std::vector<bool> initialized_;  // per worker, under init_mutex_
+  // Per worker, what its worker_init_fn raised: every later read of that worker raises it again.
+  mutable std::vector<std::exception_ptr> init_failures_;  // under init_mutex_
   mutable std::atomic<std::int64_t> wait_ns_{0};
   mutable std::atomic<std::int64_t> python_ns_{0};
   mutable std::atomic<std::int64_t> copy_ns_{0};

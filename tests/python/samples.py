@@ -405,14 +405,15 @@ class Child:
 
         os.killpg(self.proc.pid, signal.SIGINT)
 
-    def finish(self):
-        """(returncode, stdout, stderr) once the child exits; fails if it hangs."""
+    def finish(self, timeout_s=CHILD_TIMEOUT_S):
+        """(returncode, stdout, stderr) once the child exits; fails if it runs past
+        `timeout_s` (a hang)."""
         import subprocess
 
         try:
-            self.proc.wait(timeout=CHILD_TIMEOUT_S)
+            self.proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            self._fail(f"the child did not exit within {CHILD_TIMEOUT_S} s (hang)")
+            self._fail(f"the child did not exit within {timeout_s} s (hang)")
         for r in self._readers:
             r.join(10)
         return self.proc.returncode, "".join(self._out), "".join(self._err)

@@ -523,17 +523,8 @@ _EXIT_RUNS = [("workers_reading", "process"), ("workers_reading", "process_busy"
               ("daemon_thread", "bundled")]
 
 
-# At exit, multiprocessing's own atexit hook ends daemonic worker processes (SIGTERM) before
-# gpufeed's has closed the loader and parked the threads still waiting in next().
-_EXIT_XFAIL = {("daemon_thread", "process"): pytest.mark.xfail(
-    strict=True, reason="library: at exit, a daemon thread waiting in next() on worker "
-    "processes gets WorkerError (multiprocessing's atexit hook terminates the workers before "
-    "gpufeed's parks the thread) and prints 'Exception in thread'")}
-
-
 @pytest.mark.timeout(CHILD_TIMEOUT_S + 30)
-@pytest.mark.parametrize("case,kind", [
-    pytest.param(c, k, id=f"{c}-{k}", marks=_EXIT_XFAIL.get((c, k), ())) for c, k in _EXIT_RUNS])
+@pytest.mark.parametrize("case,kind", _EXIT_RUNS, ids=[f"{c}-{k}" for c, k in _EXIT_RUNS])
 def test_exit_with_a_loader_alive(tmp_path, case, kind):
     body = textwrap.dedent(_EXIT_CASES[case]) + 'print("exiting", flush=True)\n'
     code, out, err = _child(tmp_path, body, kind).finish()

@@ -34,6 +34,8 @@ void bind_workers(py::module_& m) {
       .def_property_readonly("workers", &process_dataset::workers)
       .def("attach", &process_dataset::attach, py::arg("worker"), py::arg("pid"))
       .def("stop_workers", &process_dataset::stop_workers)
+      .def("release_workers", &process_dataset::release_workers,
+           py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("structure",
                              [](process_dataset const& d) -> py::object {
                                auto s = d.structure();

@@ -72,6 +72,11 @@ std::uint64_t shared_arena::block(std::size_t bytes) {
   return static_cast<std::uint64_t>(slot_memory(0, bytes) - mapping_.base());
 }
 
+void shared_arena::close_file() noexcept {
+  std::lock_guard const lock{mutex_};
+  mapping_.close_file();
+}
+
 std::uint64_t shared_arena::offset_of(std::byte const* p) const {
   if (p < mapping_.base() || p >= mapping_.base() + mapping_.size()) {
     throw std::out_of_range{"gpufeed: a batch slot outside the shared ring"};
@@ -226,6 +231,8 @@ void process_dataset::attach(unsigned worker, int pid) {
 }
 
 void process_dataset::stop_workers() noexcept {
+  // Released eventfds are closed, and their numbers may be another file's by now.
+  if (released_.load(std::memory_order_acquire)) return;
   for (auto& l : links_) {
     l->box->stop.store(true, std::memory_order_release);
     try {
@@ -234,6 +241,19 @@ void process_dataset::stop_workers() noexcept {
       // a worker that cannot be woken is ended by the caller
     }
   }
+}
+
+void process_dataset::release_workers() noexcept {
+  released_.store(true, std::memory_order_release);
+  for (auto& l : links_) {
+    std::lock_guard const lock{l->mutex};
+    if (l->death.empty()) l->death = "gpufeed: the loader is closed";
+    l->to_worker = file_descriptor{};
+    l->to_main = file_descriptor{};
+    l->pidfd = file_descriptor{};
+  }
+  control_.close_file();
+  arena_->close_file();
 }
 
 // ---- tasks

@@ -44,6 +44,9 @@ class shared_arena final : public host_memory_source {
   /// `bytes` more of the arena, for a batch a collate_fn made; its offset.
   /// @throws out_of_memory when the arena cannot grow.
   [[nodiscard]] std::uint64_t block(std::size_t bytes);
+  /// Closes the arena's descriptor once no worker needs it (its memory stays mapped for the
+  /// batches alive; it cannot grow any more).
+  void close_file() noexcept;
   [[nodiscard]] std::byte* at(std::uint64_t offset) const noexcept {
     return mapping_.base() + offset;
   }
@@ -112,6 +115,10 @@ class process_dataset final : public dataset {
   /// Asks every worker to leave its loop once the task in hand is done (the caller joins them,
   /// and ends those that do not leave).
   void stop_workers() noexcept;
+  /// Once every worker is reaped: closes the files they shared (the eventfds, the pidfds, the
+  /// descriptors of the mailboxes and of the arena, whose memory stays mapped for the batches
+  /// alive). Every later task fails, saying the loader is closed.
+  void release_workers() noexcept;
 
   [[nodiscard]] std::shared_ptr<shared_arena> const& arena() const noexcept { return arena_; }
 
@@ -190,6 +197,7 @@ class process_dataset final : public dataset {
   mutable std::size_t largest_batch_ = 0;  // the largest output so far: a new block's size
   shared_mapping control_;
   std::vector<std::unique_ptr<link>> links_;
+  std::atomic<bool> released_{false};  // release_workers() ran: no worker to wake
   mutable std::mutex layout_mutex_;
   mutable std::optional<sample_layout_message> layout_;      // the loader's, once chosen
   mutable std::vector<std::unique_ptr<text_values>> texts_;  // per field; null for arrays

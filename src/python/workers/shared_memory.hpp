@@ -61,6 +61,8 @@ class shared_mapping {
   void grow(std::size_t bytes);
   /// Maps whatever the file has grown to in another process. @throws std::system_error.
   void follow();
+  /// Closes the file's descriptor; what is mapped stays (it cannot grow or follow any more).
+  void close_file() noexcept { file_ = file_descriptor{}; }
   /// Whether [offset, offset + bytes) lies inside what is mapped.
   [[nodiscard]] bool holds(std::size_t offset, std::size_t bytes) const noexcept {
     return offset <= size_ && bytes <= size_ - offset;
