@@ -1,6 +1,7 @@
 """The DLPack exporter written for gpufeed's batches: the legacy and the versioned capsule, the
 stream and device arguments, the array interfaces, and the slot's release by the deleter; and
-every consumer on every form iteration yields."""
+every consumer on every form iteration yields; for batches in the ring worker processes share
+(an anonymous memfd) and in worker threads' host memory alike."""
 
 import ctypes
 
@@ -9,7 +10,7 @@ import pytest
 import torch
 
 import gpufeed
-from samples import Indices
+from samples import WORKER_TYPES, Indices
 
 _capsule_name = ctypes.pythonapi.PyCapsule_GetName
 _capsule_name.restype = ctypes.c_char_p
@@ -32,8 +33,9 @@ class Mixed(torch.utils.data.Dataset):
         return {"f": np.full((2, 3), i, np.float32), "b": i % 2 == 1, "h": np.float16(i)}
 
 
-def test_the_legacy_capsule_is_what_old_consumers_get():
-    _, fields = raw_fields(Mixed(), batch_size=4)
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+def test_the_legacy_capsule_is_what_old_consumers_get(worker_type):
+    _, fields = raw_fields(Mixed(), batch_size=4, worker_type=worker_type)
     f = fields[0]
     assert f.name == "f" and f.dtype == "float32" and f.shape == (4, 2, 3)
     assert f.__dlpack_device__() == (1, 0)
@@ -42,8 +44,9 @@ def test_the_legacy_capsule_is_what_old_consumers_get():
     assert _capsule_name(f.__dlpack__(max_version=(1, 0))) == b"dltensor_versioned"
 
 
-def test_the_versioned_capsule_holds_version_one_and_the_tensor():
-    _, fields = raw_fields(Mixed(), batch_size=4)
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+def test_the_versioned_capsule_holds_version_one_and_the_tensor(worker_type):
+    _, fields = raw_fields(Mixed(), batch_size=4, worker_type=worker_type)
     capsule = fields[0].__dlpack__(max_version=(1, 3))
     get = ctypes.pythonapi.PyCapsule_GetPointer
     get.restype = ctypes.c_void_p
@@ -58,8 +61,9 @@ def test_the_versioned_capsule_holds_version_one_and_the_tensor():
     del capsule  # never consumed: the capsule's destructor calls the deleter (no leak, no crash)
 
 
-def test_torch_and_numpy_share_the_batch_memory():
-    _, fields = raw_fields(Mixed(), batch_size=4)
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+def test_torch_and_numpy_share_the_batch_memory(worker_type):
+    _, fields = raw_fields(Mixed(), batch_size=4, worker_type=worker_type)
     f = fields[0]
     t = torch.from_dlpack(f)
     a = np.from_dlpack(f)
@@ -73,8 +77,9 @@ def test_torch_and_numpy_share_the_batch_memory():
     assert half.dtype == torch.float16 and half.tolist() == [0, 1, 2, 3]
 
 
-def test_copy_and_another_device_are_refused_with_buffer_error():
-    _, fields = raw_fields(Mixed(), batch_size=4)
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+def test_copy_and_another_device_are_refused_with_buffer_error(worker_type):
+    _, fields = raw_fields(Mixed(), batch_size=4, worker_type=worker_type)
     with pytest.raises(BufferError, match="without copying"):
         fields[0].__dlpack__(copy=True)
     with pytest.raises(BufferError, match="does not copy"):
@@ -82,16 +87,20 @@ def test_copy_and_another_device_are_refused_with_buffer_error():
     assert _capsule_name(fields[0].__dlpack__(dl_device=(1, 0), copy=False)) == b"dltensor"
 
 
-def test_bool_fields_reach_torch_and_numpy_as_bool():
-    batch = next(iter(gpufeed.DataLoader(Mixed(), batch_size=4)))
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+def test_bool_fields_reach_torch_and_numpy_as_bool(worker_type):
+    batch = next(iter(gpufeed.DataLoader(Mixed(), batch_size=4, worker_type=worker_type)))
     assert batch["b"].dtype == torch.bool and batch["b"].tolist() == [False, True, False, True]
-    batch = next(iter(gpufeed.DataLoader(Mixed(), batch_size=4, output="numpy")))
+    batch = next(iter(gpufeed.DataLoader(Mixed(), batch_size=4, output="numpy",
+                                           worker_type=worker_type)))
     assert batch["b"].dtype == np.bool_ and batch["b"].tolist() == [False, True, False, True]
 
 
 @pytest.mark.parametrize("output", ["torch", "numpy"])
-def test_every_consumer_takes_every_form_iteration_yields(output):
-    batch = next(iter(gpufeed.DataLoader(Mixed(), batch_size=4, output=output)))
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+def test_every_consumer_takes_every_form_iteration_yields(output, worker_type):
+    batch = next(iter(gpufeed.DataLoader(Mixed(), batch_size=4, output=output,
+                                           worker_type=worker_type)))
     for name in ("f", "h"):
         value = batch[name]
         expected = np.asarray(value).copy() if output == "numpy" else value.numpy().copy()
@@ -100,8 +109,10 @@ def test_every_consumer_takes_every_form_iteration_yields(output):
         assert np.array_equal(np.from_dlpack(value), expected)
 
 
-def test_the_slot_is_released_when_the_last_tensor_dies():
-    loader = gpufeed.DataLoader(Indices(400), batch_size=4, prefetch_depth=2)
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+def test_the_slot_is_released_when_the_last_tensor_dies(worker_type):
+    loader = gpufeed.DataLoader(Indices(400), batch_size=4, prefetch_depth=2,
+                                worker_type=worker_type)
     kept = []
     for i, batch in enumerate(loader):
         view = batch[1:3]  # a view keeps the capsule's tensor, so the slot, alive
@@ -117,8 +128,9 @@ def test_the_slot_is_released_when_the_last_tensor_dies():
     assert loader.stats()["ring_grown"] == grown
 
 
-def test_tensors_outlive_their_loader():
-    loader = gpufeed.DataLoader(Mixed(), batch_size=4, num_workers=2)
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+def test_tensors_outlive_their_loader(worker_type):
+    loader = gpufeed.DataLoader(Mixed(), batch_size=4, num_workers=2, worker_type=worker_type)
     batches = list(loader)
     del loader
     import gc
