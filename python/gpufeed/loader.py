@@ -425,6 +425,9 @@ class DataLoader:
         self._resume = None
         self._iterator = None
         self.step_info = None
+        # A map-style Python dataset's length when the loader was made (its epochs keep it).
+        self._made_length = len(dataset) if python_dataset and not self._iterable else None
+        self._lengths_said = set()
         self._initialized = True
 
     # As torch's DataLoader: the arguments that shape the batches cannot change afterwards (the
@@ -565,7 +568,25 @@ class DataLoader:
         indices = np.fromiter(iter(self.sampler), dtype=np.int64)
         return indices, None
 
+    def _say_length_change(self):
+        """The loader's plan and workers are made for the dataset's length at construction; a
+        dataset that grew or shrank since is said once per new length instead of ignored."""
+        if self._made_length is None:
+            return
+        try:
+            length = len(self.dataset)
+        except TypeError:
+            return
+        if length == self._made_length or length in self._lengths_said:
+            return
+        self._lengths_said.add(length)
+        warnings.warn(f"the dataset has {length} samples now but had {self._made_length} when "
+                      f"this DataLoader was made: gpufeed reads the {self._made_length} samples "
+                      "it was made for (torch's DataLoader follows the dataset's length); make "
+                      f"a new DataLoader to read {length}", UserWarning, stacklevel=4)
+
     def _start_epoch(self):
+        self._say_length_change()
         self.step_info = None
         self._workers_ended = set()  # an iterable dataset's workers whose iterators ended
         if self._resume is not None:

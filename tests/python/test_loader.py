@@ -3,6 +3,7 @@ samplers, resumption, held batches and step information."""
 
 import os
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -239,6 +240,26 @@ def test_len_matches_torch_for_every_form_of_order():
                    dict(batch_size=7, drop_last=True, sampler=RandomSampler(data)),
                    dict(batch_sampler=BatchSampler(RandomSampler(data), 6, False))):
         assert len(gpufeed.DataLoader(data, **kwargs)) == len(TorchLoader(data, **kwargs)), kwargs
+
+
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+def test_a_dataset_that_grew_or_shrank_is_said_once_per_length(worker_type):
+    """gpufeed's epochs keep the length the dataset had when the loader was made (torch's
+    follow the dataset: docs/python.md, Limits): iter() says so, once per new length, instead
+    of ignoring the change; the epoch still reads every sample it was made for."""
+    data = Indices(10)  # len() is data.n
+    loader = gpufeed.DataLoader(data, batch_size=4, num_workers=1, worker_type=worker_type)
+    assert indices_of(loader) == list(range(10))
+    data.n = 12
+    with pytest.warns(UserWarning, match="has 12 samples now but had 10 when this DataLoader "
+                      "was made.*make a new DataLoader to read 12"):
+        assert indices_of(loader) == list(range(10))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the same length again: said already
+        assert indices_of(loader) == list(range(10))
+    data.n = 10
+    assert indices_of(loader) == list(range(10))  # back to its length: nothing to say
+    loader.close()
 
 
 def test_a_new_iter_starts_the_next_epoch_after_a_break():
