@@ -137,6 +137,48 @@ def indices_of(batches):
 
 
 # ---- worker processes: datasets that must pickle (spawn, forkserver) -------------------------------
+# (A dataset or collate_fn defined in a test module does not unpickle in a spawned worker: pytest
+# names the module after its path, which the worker cannot import.)
+
+Padded = collections.namedtuple("Padded", ["ids", "lengths"])
+
+
+class Sentences(torch.utils.data.Dataset):
+    """Sample i: a sequence of i % 9 + 1 token ids, and its name."""
+
+    def __len__(self):
+        return 60
+
+    def __getitem__(self, i):
+        return torch.arange(i % 9 + 1, dtype=torch.int64) * 10 + i, f"s{i}"
+
+
+def pad_sentences(samples):
+    """Pads each batch to its own longest sequence (per-batch shapes)."""
+    sequences, names = zip(*samples)
+    longest = max(len(s) for s in sequences)
+    ids = torch.zeros(len(sequences), longest, dtype=torch.int64)
+    for k, s in enumerate(sequences):
+        ids[k, :len(s)] = s
+    return {"text": Padded(ids, torch.tensor([len(s) for s in sequences])),
+            "names": list(names), "mask": (ids > 0).numpy(), "half": ids.to(torch.bfloat16),
+            "count": len(sequences)}
+
+
+class Shards(torch.utils.data.IterableDataset):
+    """n samples (i, i * 2.5); worker k of w takes i = k, k + w, ..."""
+
+    def __init__(self, n, raise_at=None):
+        self.n, self.raise_at = n, raise_at
+
+    def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
+        for i in range(worker, self.n, workers):
+            if i == self.raise_at:
+                raise KeyError(f"record {i} is missing")
+            yield torch.tensor(i), torch.tensor(i * 2.5)
+
 
 class InitFailed(Exception):
     """Raised by fail_init: a type of the user's, which must reach the caller as itself."""

@@ -2,38 +2,13 @@
 and its output (any structure of CPU tensors, numpy arrays and Python objects, shapes that
 change from batch to batch) comes back as it made it, read in place from the shared ring."""
 
-import collections
-
 import numpy as np
 import pytest
 import torch
 from torch.utils.data import DataLoader as TorchLoader
 
 import gpufeed
-
-Padded = collections.namedtuple("Padded", ["ids", "lengths"])
-
-
-class Sentences(torch.utils.data.Dataset):
-    """Sample i: a sequence of i % 9 + 1 token ids, and its name."""
-
-    def __len__(self):
-        return 60
-
-    def __getitem__(self, i):
-        return torch.arange(i % 9 + 1, dtype=torch.int64) * 10 + i, f"s{i}"
-
-
-def pad(samples):
-    """Pads each batch to its own longest sequence (per-batch shapes)."""
-    sequences, names = zip(*samples)
-    longest = max(len(s) for s in sequences)
-    ids = torch.zeros(len(sequences), longest, dtype=torch.int64)
-    for k, s in enumerate(sequences):
-        ids[k, :len(s)] = s
-    return {"text": Padded(ids, torch.tensor([len(s) for s in sequences])),
-            "names": list(names), "mask": (ids > 0).numpy(), "half": ids.to(torch.bfloat16),
-            "count": len(sequences)}
+from samples import Sentences, pad_sentences as pad
 
 
 def same(ours, theirs):

@@ -10,21 +10,7 @@ import torch
 from torch.utils.data import DataLoader as TorchLoader
 
 import gpufeed
-
-
-class Shards(torch.utils.data.IterableDataset):
-    """n samples (i, i * 2.5); worker k of w takes i = k, k + w, ..."""
-
-    def __init__(self, n, raise_at=None):
-        self.n, self.raise_at = n, raise_at
-
-    def __iter__(self):
-        info = torch.utils.data.get_worker_info()
-        worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
-        for i in range(worker, self.n, workers):
-            if i == self.raise_at:
-                raise KeyError(f"record {i} is missing")
-            yield torch.tensor(i), torch.tensor(i * 2.5)
+from samples import Shards
 
 
 class Sized(Shards):
