@@ -55,6 +55,7 @@ data_loader::data_loader(std::shared_ptr<gpufeed::dataset const> dataset,
     : sampler_{std::move(sampler)},
       batch_size_{options.batch_size()},
       drop_last_{options.drop_last()},
+      begin_starts_over_{options.begin_starts_over_},
       full_options_{::torch::data::DataLoaderOptions{}} {
   auto o = checked(options);
   auto notes = options.notes_;
@@ -162,9 +163,21 @@ void data_loader::start_epoch() {
   }
 }
 
-data_loader::iterator data_loader::begin() {
+void data_loader::begin_epoch() {
+  (void)running();
+  auto const under_way = iteration_.lock();
+  if (under_way && !under_way->exhausted && !begin_starts_over_) {
+    throw logic_error{
+        "gpufeed::torch: begin() was called while an iterator of the last begin() is still in "
+        "use and short of the end of its epoch; with worker threads, libtorch's loader refuses "
+        "this too. Run the epoch to its end, or let go of that iterator (leave its loop) and "
+        "begin() starts the next epoch"};
+  }
   start_epoch();
-  return iterator{this};
+}
+
+data_loader::iterator data_loader::begin() {
+  return iterate<data_loader, tensor_batch>(this);
 }
 
 void data_loader::set_epoch(std::uint64_t epoch) {
@@ -189,5 +202,34 @@ void data_loader::join() {
   loader_.reset();
   end_owed_ = false;
 }
+
+namespace detail {
+
+void throw_dereferenced_past_the_end(bool at_end) {
+  throw logic_error{
+      at_end ? "gpufeed::torch: dereferencing an iterator whose epoch is over (it equals end() "
+               "and holds no batch); call begin() to start the next epoch"
+             : "gpufeed::torch: dereferencing end(), which marks the end of every epoch and "
+               "holds no batch"};
+}
+
+void throw_incremented_past_the_end(bool at_end) {
+  throw logic_error{
+      at_end ? "gpufeed::torch: incrementing an iterator whose epoch is over (it equals end()); "
+               "there is no batch after the last one: call begin() to start the next epoch"
+             : "gpufeed::torch: incrementing end(), which marks the end of every epoch; there "
+               "is nothing after it"};
+}
+
+void refuse_device_for_objects(data_loader_options const& options, std::string const& example) {
+  GPUFEED_EXPECTS(options.loader().target != placement::cuda,
+                  "gpufeed::torch: device() puts batches of tensors on a GPU, but this dataset's "
+                  "batches are made on the slow path from examples of type " +
+                      example +
+                      "; leave device() unset and call .to(device) on the tensors its batches "
+                      "hold, or return torch::data::Example<> from get() and end in Stack<>");
+}
+
+}  // namespace detail
 
 }  // namespace gpufeed::torch

@@ -45,6 +45,7 @@ data_loader_options& data_loader_options::workers(std::size_t value) {
   // beyond unsigned saturate to its largest, gpufeed::auto_workers.
   options_.workers =
       value == 0 ? 1U : static_cast<unsigned>(std::min<std::size_t>(value, auto_workers));
+  begin_starts_over_ = value == 0;
   return *this;
 }
 

@@ -1,15 +1,20 @@
 // gpufeed::torch: tensors over batches, the make_data_loader drop-in against libtorch's own
-// loader, leases held by tensors, and the errors a libtorch dataset can cause.
+// loader, leases held by tensors, the errors a libtorch dataset can cause, and what making a
+// loader asks of a dataset (no read on the calling thread; reads that wait for each other).
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <numeric>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -26,6 +31,7 @@ namespace gt = gpufeed::torch;
 using torch::data::DataLoaderOptions;
 using torch::data::samplers::SequentialSampler;
 using torch::data::transforms::Stack;
+using torch_test::indices_in;
 using torch_test::rows_dataset;
 
 // Examples without a target.
@@ -93,6 +99,88 @@ class exclusive_dataset : public torch::data::datasets::Dataset<exclusive_datase
   std::size_t n_;
   std::shared_ptr<tallies> tallies_;
   std::atomic<int> in_flight_{0};
+};
+
+// Records the thread of every get(); get() of `bad` throws.
+class thread_recording_dataset : public torch::data::datasets::Dataset<thread_recording_dataset> {
+ public:
+  struct record {
+    std::mutex mutex;
+    std::vector<std::thread::id> threads;
+  };
+  thread_recording_dataset(std::size_t n, std::int64_t bad)
+      : n_{n}, bad_{bad}, record_{std::make_shared<record>()} {}
+  torch::data::Example<> get(std::size_t index) override {
+    {
+      std::lock_guard const lock{record_->mutex};
+      record_->threads.push_back(std::this_thread::get_id());
+    }
+    if (static_cast<std::int64_t>(index) == bad_) {
+      throw std::invalid_argument{"example " + std::to_string(index) + " is bad"};
+    }
+    return {torch::full({3}, static_cast<double>(index)), torch::tensor(std::int64_t{1})};
+  }
+  torch::optional<std::size_t> size() const override { return n_; }
+  [[nodiscard]] std::shared_ptr<record> shared() const { return record_; }
+
+ private:
+  std::size_t n_;
+  std::int64_t bad_;
+  std::shared_ptr<record> record_;
+};
+
+// `parties` workers each read one example and wait until all have arrived, then return in the
+// order `release` names their copies (each worker reads through a copy of its own). A loader
+// that reads on fewer threads than that, or reads first on its own thread, would wait for
+// ever: the wait gives up after a while and throws instead.
+class barrier_dataset : public torch::data::datasets::Dataset<barrier_dataset> {
+ public:
+  struct meeting {
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::size_t arrived = 0;
+    std::size_t copies = 0;
+    std::size_t released = 0;  // how many of `release` have returned
+  };
+  barrier_dataset(std::vector<std::size_t> release)
+      : release_{std::move(release)}, meeting_{std::make_shared<meeting>()} {}
+  barrier_dataset(barrier_dataset const& other)
+      : torch::data::datasets::Dataset<barrier_dataset>{other},
+        release_{other.release_},
+        meeting_{other.meeting_} {
+    std::lock_guard const lock{meeting_->mutex};
+    copy_ = meeting_->copies++;
+  }
+  barrier_dataset& operator=(barrier_dataset const&) = delete;
+  ~barrier_dataset() override = default;
+
+  torch::data::Example<> get(std::size_t index) override {
+    std::unique_lock lock{meeting_->mutex};
+    ++meeting_->arrived;
+    meeting_->changed.notify_all();
+    auto const limit = std::chrono::seconds{30};
+    if (!meeting_->changed.wait_for(lock, limit,
+                                    [&] { return meeting_->arrived >= release_.size(); })) {
+      throw std::runtime_error{"only " + std::to_string(meeting_->arrived) + " of " +
+                               std::to_string(release_.size()) + " readers met"};
+    }
+    if (!meeting_->changed.wait_for(lock, limit, [&] {
+          return meeting_->released < release_.size() &&
+                 release_[meeting_->released] == copy_ % release_.size();
+        })) {
+      throw std::runtime_error{"copy " + std::to_string(copy_) + " was never released"};
+    }
+    ++meeting_->released;
+    meeting_->changed.notify_all();
+    return {torch::full({2}, static_cast<double>(index)),
+            torch::tensor(static_cast<std::int64_t>(index))};
+  }
+  torch::optional<std::size_t> size() const override { return release_.size(); }
+
+ private:
+  std::vector<std::size_t> release_;
+  std::shared_ptr<meeting> meeting_;
+  std::size_t copy_ = 0;  // the prototype's number is never read: only copies read
 };
 
 // A batch transform that is not Stack: gpufeed reads such a dataset through get_batch.
@@ -446,6 +534,85 @@ TEST(torch_adapter_test, DtypesMapBothWays) {
   EXPECT_EQ(gt::from_torch_dtype(torch::kBool), gpufeed::dtype::boolean);
   EXPECT_EQ(gt::to_torch_dtype(gpufeed::dtype::boolean), torch::kBool);
   EXPECT_THROW((void)gt::from_torch_dtype(torch::kComplexFloat), gpufeed::logic_error);
+}
+
+TEST(torch_adapter_test, MakingTheLoaderReadsNothingOnTheCallingThread) {
+  thread_recording_dataset data{12, -1};
+  auto const record = data.shared();
+  auto loader = gt::make_data_loader<SequentialSampler>(std::move(data).map(Stack<>()),
+                                                        DataLoaderOptions(4).workers(2));
+  std::int64_t samples = 0;
+  for (auto& b : *loader) samples += b.size();
+  EXPECT_EQ(samples, 12);
+  loader->join();  // the workers may have read ahead into the next epoch: let them stop
+  std::lock_guard const lock{record->mutex};
+  EXPECT_GE(record->threads.size(), 12U) << "every example of the epoch is read";
+  for (auto const& id : record->threads) {
+    EXPECT_NE(id, std::this_thread::get_id()) << "get() ran on the thread that made the loader";
+  }
+}
+
+TEST(torch_adapter_test, AFailingFirstExampleArrivesAsASampleErrorNamingIt) {
+  for (std::size_t workers : {1U, 3U}) {
+    SCOPED_TRACE(std::to_string(workers) + " workers");
+    auto loader = gt::make_data_loader<SequentialSampler>(
+        thread_recording_dataset{8, 0}.map(Stack<>()), DataLoaderOptions(4).workers(workers));
+    auto it = loader->begin();
+    try {
+      (void)*it;
+      FAIL() << "batch 0 holds example 0, whose get() throws";
+    } catch (gpufeed::sample_error const& e) {
+      EXPECT_EQ(e.index(), 0U);
+      EXPECT_EQ(gpufeed::test::nested_message(e), "example 0 is bad");
+      EXPECT_THROW(std::rethrow_if_nested(e), std::invalid_argument);
+    }
+    EXPECT_EQ(indices_in(it->data), (std::vector<std::int64_t>{4, 5, 6, 7}));  // then batch 1
+  }
+}
+
+TEST(torch_adapter_test, ReadsThatWaitForEveryWorkerAllRunAndBatchesKeepTheirOrder) {
+  std::vector<std::size_t> const release{3, 7, 0, 5, 4, 8, 2, 1, 9, 6};
+  auto loader = gt::make_data_loader(
+      barrier_dataset{release}.map(Stack<>()), SequentialSampler{release.size()},
+      DataLoaderOptions().batch_size(1).workers(release.size()).enforce_ordering(true));
+  std::vector<std::int64_t> order;
+  for (auto& b : *loader) order.push_back(b.target.item<std::int64_t>());
+  std::vector<std::int64_t> want(release.size());
+  std::iota(want.begin(), want.end(), 0);
+  EXPECT_EQ(order, want);
+}
+
+TEST(torch_adapter_test, AGetThatNeverReturnsTimesOut) {
+  struct stuck : torch::data::datasets::Dataset<stuck> {
+    std::shared_ptr<std::atomic<bool>> released = std::make_shared<std::atomic<bool>>(false);
+    torch::data::Example<> get(std::size_t) override {
+      while (!released->load()) std::this_thread::sleep_for(std::chrono::milliseconds{1});
+      return {torch::zeros({1}), torch::zeros({1})};
+    }
+    torch::optional<std::size_t> size() const override { return 4; }
+  };
+  stuck data;
+  auto const released = data.released;
+  auto loader =
+      gt::make_data_loader(std::move(data).map(Stack<>()),
+                           DataLoaderOptions(2).workers(1).timeout(std::chrono::milliseconds{20}));
+  EXPECT_THROW((void)*loader->begin(), gpufeed::timeout_error);
+  released->store(true);
+}
+
+TEST(torch_adapter_test, ADatasetWithoutASizeIsRefusedWhenTheLoaderIsMade) {
+  struct unsized : torch::data::datasets::Dataset<unsized> {
+    torch::data::Example<> get(std::size_t i) override {
+      return {torch::ones(static_cast<std::int64_t>(i)), torch::ones(1)};
+    }
+    torch::optional<std::size_t> size() const override { return torch::nullopt; }
+  };
+  try {
+    (void)gt::make_data_loader(unsized{});
+    FAIL() << "a dataset without a size was accepted";
+  } catch (gpufeed::logic_error const& e) {
+    EXPECT_NE(std::string{e.what()}.find("size()"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

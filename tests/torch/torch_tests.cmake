@@ -16,7 +16,7 @@ gpufeed_set_warnings(gpufeed_text_log_capture)
 #   cmake --build <build> --target gpufeed_torch_tests
 add_custom_target(gpufeed_torch_tests)
 
-foreach(suite torch_adapter torch_sampler torch_loader batch_size)
+foreach(suite torch_adapter torch_sampler torch_loader batch_size loader_iterator object_batches)
   add_executable(${suite}_test torch/${suite}_test.cpp torch/torch_test_datasets.hpp
                                support/test_datasets.hpp)
   target_include_directories(${suite}_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
@@ -79,6 +79,22 @@ gpufeed_add_twin_program(distributed exact)
 gpufeed_add_twin_program(unstacked exact)
 gpufeed_add_twin_program(tensor_dataset exact)
 gpufeed_add_twin_program(custom_sampler exact)
+
+# The datasets gpufeed refuses (stateful, chunk, stream, get_batch-only of another batch type) do
+# not compile, and the first compiler error is gpufeed's static_assert naming the fix
+# (check_refusals.py compiles each of refused/ with a torch suite's command, -fsyntax-only).
+if(Python3_Interpreter_FOUND)
+  set(gpufeed_refused ${gpufeed_torch_tests_dir}/refused)
+  add_test(NAME torch.refuses_datasets_without_indices
+           COMMAND ${Python3_EXECUTABLE} ${gpufeed_torch_tests_dir}/check_refusals.py
+                   ${PROJECT_BINARY_DIR}/compile_commands.json torch/loader_iterator_test.cpp
+                   "${gpufeed_refused}/stateful_dataset.cpp=stateful datasets"
+                   "${gpufeed_refused}/chunk_dataset.cpp=stateful datasets"
+                   "${gpufeed_refused}/stream_dataset.cpp=takes a batch size"
+                   "${gpufeed_refused}/batch_only_dataset.cpp=has only get_batch(indices)")
+  set_tests_properties(torch.refuses_datasets_without_indices PROPERTIES LABELS "torch"
+                       TIMEOUT 600)
+endif()
 
 # Configure after a CUDA libtorch's config has changed the scope that found it (it finds Python's
 # interpreter alone, turns CMAKE_CUDA_ARCHITECTURES off and adds its nvcc flags; see

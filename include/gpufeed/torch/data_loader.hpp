@@ -19,9 +19,12 @@
 /// Every form of libtorch's `make_data_loader` is here: a sampler type
 /// (`make_data_loader<SequentialSampler>(dataset, options)`), a sampler instance
 /// (`make_data_loader(dataset, DistributedRandomSampler(size, world, rank), options)`), options
-/// or a batch size, or neither. A dataset mapped through `Stack<>` yields stacked batches
-/// (`tensor_batch`, a `torch::data::Example<>`); one that is not yields
-/// `std::vector<Example>`, as libtorch's does. gpufeed's own knobs (prefetch depth, gradient
+/// or a batch size, or neither. Each yields what libtorch's loader yields for the dataset: a
+/// dataset of tensor examples mapped through `Stack<>` stacked batches (`tensor_batch`, a
+/// `torch::data::Example<>`), one that is not `std::vector<Example>`, and any other dataset
+/// (examples that are not tensors, other batch transforms) its own `BatchType`, put together by
+/// libtorch's transforms on the slow path (object_batches.hpp). `begin()` and `end()` are
+/// libtorch's iterators (loader_iterator.hpp). gpufeed's own knobs (prefetch depth, gradient
 /// accumulation, seed, GPU placement) are on `gpufeed::torch::data_loader_options`, which also
 /// takes libtorch's option names. docs/torch.md has the whole migration table.
 
@@ -39,10 +42,12 @@
 #include <vector>
 
 #include "gpufeed/dataset.hpp"
-#include "gpufeed/detail/epoch_iterator.hpp"
 #include "gpufeed/loader.hpp"
+#include "gpufeed/log.hpp"
 #include "gpufeed/options.hpp"
 #include "gpufeed/torch/dataset_adapter.hpp"
+#include "gpufeed/torch/loader_iterator.hpp"
+#include "gpufeed/torch/object_batches.hpp"
 #include "gpufeed/torch/sampler_orders.hpp"
 #include "gpufeed/torch/tensors.hpp"
 
@@ -69,7 +74,9 @@ class data_loader_options {
   [[nodiscard]] std::size_t batch_size() const noexcept { return options_.batch_size; }
   /// @brief Worker threads. libtorch's 0 (load in the calling thread) becomes 1 worker: gpufeed
   /// always prepares batches ahead of the training step. `gpufeed::auto_workers` (or anything
-  /// above the largest `unsigned`) lets the loader choose.
+  /// above the largest `unsigned`) lets the loader choose. As in libtorch, with 0 (the default)
+  /// a `begin()` while an iterator of the epoch is still under way starts over, and with more
+  /// it throws (see `data_loader::begin`).
   data_loader_options& workers(std::size_t value);
   [[nodiscard]] std::size_t workers() const noexcept { return options_.workers; }
   /// @brief libtorch's bound on batches in flight: gpufeed's `prefetch_depth` (the same).
@@ -123,10 +130,14 @@ class data_loader_options {
   std::optional<std::uint64_t> seed_;
   // What libtorch's options became where gpufeed differs: logged once, by the loader.
   std::vector<std::string> notes_;
+  // libtorch's workers(0), the default: begin() may start over while an iteration is under way.
+  bool begin_starts_over_ = true;
 };
 
 template <class Example>
 class example_data_loader;
+template <class Batch>
+class object_data_loader;
 
 /// @brief An iterable gpufeed loader whose batches are `tensor_batch`es.
 ///
@@ -155,12 +166,19 @@ class data_loader {
   /// (sample_error). @throws logic_error after join().
   [[nodiscard]] std::optional<tensor_batch> next();
 
-  /// @brief Input iterator over one epoch; owns the current batch until it advances.
-  using iterator = gpufeed::detail::epoch_iterator<data_loader, tensor_batch>;
+  /// @brief Input iterator over one epoch (loader_iterator.hpp); owns the current batch until it
+  /// advances.
+  using iterator = loader_iterator<data_loader, tensor_batch>;
 
-  /// @brief Starts an epoch (see the class comment).
+  /// @brief Starts an epoch: the current one if nothing of it was delivered yet, else the next
+  /// (an epoch left half-way is abandoned). The first batch is asked for when the iterator is
+  /// first used. @throws logic_error while an iterator of the last `begin()` is still alive and
+  /// short of its end, when the options asked for worker threads (libtorch refuses this too);
+  /// with libtorch's `workers(0)` (the default) it starts over instead, as libtorch's does.
+  /// @throws logic_error after join().
   iterator begin();
-  std::default_sentinel_t end() noexcept { return {}; }
+  /// @brief The end of every epoch: an iterator that holds no batch.
+  iterator end() noexcept { return {}; }
 
   /// @brief Positions the loader at the start of `epoch`; with a distributed sampler, calls its
   /// `set_epoch(epoch)` first, so that the epoch is drawn with it (libtorch's programs cannot
@@ -184,7 +202,19 @@ class data_loader {
  private:
   template <class Example>
   friend class example_data_loader;
+  template <class Batch>
+  friend class object_data_loader;
 
+  // begin() for an iterator over `owner`'s batches (this loader's, or a wrapper's).
+  template <class Owner, class Batch>
+  loader_iterator<Owner, Batch> iterate(Owner* owner) {
+    begin_epoch();
+    auto it = loader_iterator<Owner, Batch>::started(owner);
+    iteration_ = it.progress();
+    return it;
+  }
+  // begin()'s rule for an iteration under way, then start_epoch().
+  void begin_epoch();
   // begin()'s positioning: an epoch left half-way is abandoned for the next one.
   void start_epoch();
   // Gives `epoch`'s order, drawn from the sampler.
@@ -198,11 +228,14 @@ class data_loader {
   std::optional<std::uint64_t> given_sampler_epoch_;
   // set_epoch() was called: every later epoch is drawn with the sampler's set_epoch(epoch).
   bool follow_epochs_ = false;
-  // The sampler's next epoch was given as its current one ended, so the core already stands
+  // The sampler's next epoch was given as its current one ends, so the core already stands
   // there: next() still owes the caller the end of the epoch.
   bool end_owed_ = false;
   std::size_t batch_size_;
   bool drop_last_;
+  bool begin_starts_over_;
+  // The iterators of the last begin(): whether they are still under way.
+  std::weak_ptr<detail::iteration const> iteration_;
   ::torch::data::FullDataLoaderOptions full_options_;
 };
 
@@ -227,8 +260,8 @@ std::vector<Example> unstack(tensor_batch const& batch) {
 /// @brief The loader of a dataset that is not mapped through `Stack<>`: each batch is a
 /// `std::vector<Example>`, as libtorch's loader yields. Each example's tensors are views of the
 /// batch's slot (rows of one stacked batch), with the same lease as `tensor_batch`'s tensors:
-/// the slot goes back when the last of them is gone. Every example must still have example 0's
-/// shapes and dtypes.
+/// the slot goes back when the last of them is gone. Every example must still have the shapes and
+/// dtypes of the first one read.
 template <class Example>
 class example_data_loader {
  public:
@@ -240,13 +273,10 @@ class example_data_loader {
     if (!batch) return std::nullopt;
     return detail::unstack<Example>(*batch);
   }
-  using iterator = gpufeed::detail::epoch_iterator<example_data_loader, std::vector<Example>>;
+  using iterator = loader_iterator<example_data_loader, std::vector<Example>>;
   /// @brief Starts an epoch, as data_loader::begin().
-  iterator begin() {
-    stacked_.start_epoch();
-    return iterator{this};
-  }
-  std::default_sentinel_t end() noexcept { return {}; }
+  iterator begin() { return stacked_.iterate<example_data_loader, std::vector<Example>>(this); }
+  iterator end() noexcept { return {}; }
 
   /// @brief The stacked loader underneath: set_epoch, options, join, loader.
   [[nodiscard]] data_loader& stacked() noexcept { return stacked_; }
@@ -261,7 +291,55 @@ class example_data_loader {
   data_loader stacked_;
 };
 
+/// @brief The loader of a dataset on the slow path (object_batches.hpp): each batch is
+/// `Batch`, the dataset's `BatchType`, as libtorch's loader yields: its examples as read by the
+/// workers, collected in batch order and passed through the dataset's batch transforms on the
+/// thread that calls `next()`. Order, options and errors are those of `data_loader`.
+template <class Batch>
+class object_data_loader {
+ public:
+  /// @param tickets the loader over `source`'s tickets. Says in the log that this is the slow
+  /// path, and why.
+  object_data_loader(data_loader tickets, std::shared_ptr<object_source<Batch> const> source)
+      : tickets_{std::move(tickets)}, source_{std::move(source)} {
+    log_message(log_level::info, source_->note());
+  }
+
+  /// @brief As data_loader::next(), the batch put together by libtorch's transforms. Blocks as
+  /// `data_loader::next()`, then runs the batch transforms. @throws as `data_loader::next()`,
+  /// and what a batch transform throws (that batch is lost; the next call goes on with the
+  /// following one).
+  [[nodiscard]] std::optional<Batch> next() {
+    auto batch = tickets_.next();
+    if (!batch) return std::nullopt;
+    auto const column = batch->data.contiguous();
+    std::vector<std::int64_t> const tickets(column.data_ptr<std::int64_t>(),
+                                            column.data_ptr<std::int64_t>() + column.numel());
+    batch.reset();  // the slot goes back before the batch transforms run
+    return source_->assemble(tickets);
+  }
+  using iterator = loader_iterator<object_data_loader, Batch>;
+  /// @brief Starts an epoch, as data_loader::begin().
+  iterator begin() { return tickets_.iterate<object_data_loader, Batch>(this); }
+  iterator end() noexcept { return {}; }
+
+  void set_epoch(std::uint64_t epoch) { tickets_.set_epoch(epoch); }
+  [[nodiscard]] ::torch::data::FullDataLoaderOptions const& options() const noexcept {
+    return tickets_.options();
+  }
+  void join() { tickets_.join(); }
+  [[nodiscard]] gpufeed::loader& loader() { return tickets_.loader(); }
+
+ private:
+  data_loader tickets_;
+  std::shared_ptr<object_source<Batch> const> source_;
+};
+
 namespace detail {
+
+/// @throws logic_error when `options` put batches on a GPU: the slow path's batches are the
+/// program's own objects, which gpufeed cannot copy.
+void refuse_device_for_objects(data_loader_options const& options, std::string const& example);
 
 /// gpufeed options for a loader made with sampler type `Sampler` in gpufeed's own order.
 template <class Sampler>
@@ -294,14 +372,28 @@ data_loader loader_of_type(std::shared_ptr<gpufeed::dataset const> data,
   }
 }
 
-/// The loader libtorch programs get for `Dataset`: stacked batches for a dataset mapped
-/// through Stack<> (or another batch transform that gives one batch), examples otherwise.
-template <class Dataset>
-auto made_for(data_loader stacked) {
-  if constexpr (yields_examples<Dataset>) {
-    return std::make_unique<example_data_loader<example_type_t<Dataset>>>(std::move(stacked));
+/// The loader libtorch programs get for `dataset`, its loader made by `make(data, options)`:
+/// stacked batches for tensor examples mapped through Stack<>, vectors of them for tensor
+/// examples that are not, and anything else on the slow path, as libtorch's batches.
+template <class Dataset, class MakeLoader>
+auto made_for(Dataset&& dataset, data_loader_options const& options, MakeLoader make) {
+  if constexpr (fast_path<Dataset>) {
+    auto loader = make(
+        std::shared_ptr<gpufeed::dataset const>{
+            std::make_shared<dataset_adapter<Dataset> const>(std::move(dataset))},
+        options);
+    if constexpr (is_stack_map<Dataset>::value) {
+      return std::make_unique<data_loader>(std::move(loader));
+    } else {
+      return std::make_unique<example_data_loader<example_type_t<Dataset>>>(std::move(loader));
+    }
   } else {
-    return std::make_unique<data_loader>(std::move(stacked));
+    refuse_device_for_objects(options, c10::demangle_type<source_example_t<Dataset>>());
+    using batch = typename Dataset::BatchType;
+    auto source = std::make_shared<object_adapter<Dataset> const>(std::move(dataset));
+    auto loader = make(std::shared_ptr<gpufeed::dataset const>{source}, options);
+    return std::make_unique<object_data_loader<batch>>(
+        std::move(loader), std::shared_ptr<object_source<batch> const>{std::move(source)});
   }
 }
 
@@ -313,15 +405,23 @@ concept libtorch_dataset = !std::is_convertible_v<Dataset, std::shared_ptr<gpufe
 /// @brief A gpufeed loader over a libtorch dataset, with libtorch's arguments. `Sampler` is read
 /// for its order: RandomSampler (the default, as in libtorch) shuffles with the seed
 /// (`seed()`, else torch's), SequentialSampler keeps dataset order; any other sampler type is
-/// made from the dataset's size and drawn from each epoch, as libtorch does.
-/// @return a `data_loader` for a dataset mapped through `Stack<>`, else an
-/// `example_data_loader` (batches of examples, as libtorch's).
-/// @throws logic_error for bad options, or when example 0 cannot be batched.
+/// made from the dataset's size and drawn from each epoch, as libtorch does. Nothing is read
+/// from the dataset here: the workers start at once, and the batch layout comes from the first
+/// example one of them reads.
+/// @return a `data_loader` for tensor examples mapped through `Stack<>`, an
+/// `example_data_loader` for tensor examples that are not, else an `object_data_loader` of the
+/// dataset's `BatchType` (the slow path); each yields what libtorch's loader yields.
+/// @throws logic_error for bad options, or a dataset without a size. Stateful, chunk and
+/// stream datasets do not compile (the first error says why).
 template <class Sampler = ::torch::data::samplers::RandomSampler, detail::libtorch_dataset Dataset>
 auto make_data_loader(Dataset dataset, data_loader_options options = {}) {
-  auto data = detail::adapt(std::move(dataset));
-  return detail::made_for<Dataset>(
-      detail::loader_of_type<Sampler>(std::move(data), std::move(options)));
+  if constexpr (detail::check_supported<Dataset>()) {
+    return detail::made_for<Dataset>(
+        std::move(dataset), options,
+        [](std::shared_ptr<gpufeed::dataset const> data, data_loader_options const& o) {
+          return detail::loader_of_type<Sampler>(std::move(data), o);
+        });
+  }
 }
 
 /// @brief As above, with a sampler instance, as libtorch's `make_data_loader(dataset, sampler,
@@ -331,9 +431,13 @@ auto make_data_loader(Dataset dataset, data_loader_options options = {}) {
 /// (`loader->set_epoch(e)` calls its `set_epoch`); RANK and WORLD_SIZE are then not read.
 template <detail::libtorch_dataset Dataset, detail::sampler_like Sampler>
 auto make_data_loader(Dataset dataset, Sampler sampler, data_loader_options options = {}) {
-  auto data = detail::adapt(std::move(dataset));
-  return detail::made_for<Dataset>(
-      data_loader{std::move(data), options, detail::orders_from(std::move(sampler))});
+  if constexpr (detail::check_supported<Dataset>()) {
+    return detail::made_for<Dataset>(
+        std::move(dataset), options,
+        [&sampler](std::shared_ptr<gpufeed::dataset const> data, data_loader_options const& o) {
+          return data_loader{std::move(data), o, detail::orders_from(std::move(sampler))};
+        });
+  }
 }
 
 /// @brief A loader over one of gpufeed's own datasets (image_folder, hdf5, in_memory, ...):
