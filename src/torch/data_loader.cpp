@@ -131,8 +131,19 @@ std::optional<tensor_batch> data_loader::next() {
   }
   if (sampler_ && given_epoch_ != l.epoch()) give_order(l.epoch());
   auto const& o = l.options();
-  auto b =
-      o.target == placement::cuda ? l.next(detail::current_stream(o.device.value_or(0))) : l.next();
+  auto b = [&] {
+    try {
+      return o.target == placement::cuda ? l.next(detail::current_stream(o.device.value_or(0)))
+                                         : l.next();
+    } catch (timeout_error const& e) {
+      // libtorch's loader words its timeout "Timeout in DataLoader ...", and programs ported
+      // from it may look for that word; gpufeed's explanation follows it.
+      throw timeout_error{e.index(),
+                          "gpufeed::torch: Timeout in DataLoader while waiting for the next "
+                          "batch (timeout was " +
+                              std::to_string(o.timeout.count()) + " ms). " + e.what()};
+    }
+  }();
   if (!b) return std::nullopt;
   if (sampler_ && sampler_->draws_ahead() && b->sequence() + 1 == l.batches_per_epoch()) {
     // The last batch of the epoch: the sampler's next epoch depends on its own state only, so it
@@ -168,10 +179,11 @@ void data_loader::begin_epoch() {
   auto const under_way = iteration_.lock();
   if (under_way && !under_way->exhausted && !begin_starts_over_) {
     throw logic_error{
-        "gpufeed::torch: begin() was called while an iterator of the last begin() is still in "
-        "use and short of the end of its epoch; with worker threads, libtorch's loader refuses "
-        "this too. Run the epoch to its end, or let go of that iterator (leave its loop) and "
-        "begin() starts the next epoch"};
+        "gpufeed::torch: Attempted to get a new DataLoader iterator while another iterator is "
+        "not yet exhausted: an iterator of the last begin() is still in use and short of the "
+        "end of its epoch, which libtorch's loader refuses too with worker threads. Run the "
+        "epoch to its end, or let go of that iterator (leave its loop) and begin() starts the "
+        "next epoch"};
   }
   start_epoch();
 }
@@ -205,20 +217,24 @@ void data_loader::join() {
 
 namespace detail {
 
+// Each message opens with libtorch's own sentence for the same misuse, which programs ported
+// from libtorch may match on.
 void throw_dereferenced_past_the_end(bool at_end) {
   throw logic_error{
-      at_end ? "gpufeed::torch: dereferencing an iterator whose epoch is over (it equals end() "
-               "and holds no batch); call begin() to start the next epoch"
-             : "gpufeed::torch: dereferencing end(), which marks the end of every epoch and "
-               "holds no batch"};
+      at_end ? "gpufeed::torch: Attempted to dereference iterator that was past the end: its "
+               "epoch is over (it equals end() and holds no batch); call begin() to start the "
+               "next epoch"
+             : "gpufeed::torch: Dereferencing the DataLoader's past-the-end iterator is not "
+               "allowed: end() marks the end of every epoch and holds no batch"};
 }
 
 void throw_incremented_past_the_end(bool at_end) {
   throw logic_error{
-      at_end ? "gpufeed::torch: incrementing an iterator whose epoch is over (it equals end()); "
-               "there is no batch after the last one: call begin() to start the next epoch"
-             : "gpufeed::torch: incrementing end(), which marks the end of every epoch; there "
-               "is nothing after it"};
+      at_end ? "gpufeed::torch: Attempted to increment iterator past the end: its epoch is over "
+               "(it equals end()), and there is no batch after the last one; call begin() to "
+               "start the next epoch"
+             : "gpufeed::torch: Incrementing the DataLoader's past-the-end iterator is not "
+               "allowed: end() marks the end of every epoch, and there is nothing after it"};
 }
 
 void refuse_device_for_objects(data_loader_options const& options, std::string const& example) {

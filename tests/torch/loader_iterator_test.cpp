@@ -141,8 +141,16 @@ TEST(loader_iterator_test, PastTheEndOfTheEpochIsAnErrorNotTheNextEpoch) {
   ++it;
   ASSERT_EQ(it, loader->end());
   auto const before = loader->loader().state();
-  EXPECT_NE(logic_error_of([&] { ++it; }).find("call begin()"), std::string::npos);
-  EXPECT_NE(logic_error_of([&] { (void)*it; }).find("epoch is over"), std::string::npos);
+  // Each message opens with libtorch's sentence for the same misuse, then says what to do.
+  auto const incremented = logic_error_of([&] { ++it; });
+  EXPECT_NE(incremented.find("Attempted to increment iterator past the end"), std::string::npos)
+      << incremented;
+  EXPECT_NE(incremented.find("call begin()"), std::string::npos) << incremented;
+  auto const dereferenced = logic_error_of([&] { (void)*it; });
+  EXPECT_NE(dereferenced.find("Attempted to dereference iterator that was past the end"),
+            std::string::npos)
+      << dereferenced;
+  EXPECT_NE(dereferenced.find("epoch is over"), std::string::npos) << dereferenced;
   EXPECT_NE(logic_error_of([&] { (void)it->data; }).find("epoch is over"), std::string::npos);
   auto const after = loader->loader().state();  // nothing of the next epoch was consumed
   EXPECT_EQ(after.epoch, before.epoch);
@@ -155,8 +163,15 @@ TEST(loader_iterator_test, PastTheEndOfTheEpochIsAnErrorNotTheNextEpoch) {
 TEST(loader_iterator_test, EndCannotBeDereferencedOrIncremented) {
   auto loader = gt::make_data_loader(count_dataset{}, 100);
   auto end = loader->end();
-  EXPECT_NE(logic_error_of([&] { ++end; }).find("incrementing end()"), std::string::npos);
-  EXPECT_NE(logic_error_of([&] { (void)*end; }).find("dereferencing end()"), std::string::npos);
+  auto const incremented = logic_error_of([&] { ++end; });
+  EXPECT_NE(incremented.find("Incrementing the DataLoader's past-the-end iterator is not allowed"),
+            std::string::npos)
+      << incremented;
+  auto const dereferenced = logic_error_of([&] { (void)*end; });
+  EXPECT_NE(
+      dereferenced.find("Dereferencing the DataLoader's past-the-end iterator is not allowed"),
+      std::string::npos)
+      << dereferenced;
 }
 
 TEST(loader_iterator_test, TheFirstBatchIsAskedForWhenTheIteratorIsFirstUsed) {
@@ -169,7 +184,12 @@ TEST(loader_iterator_test, TheFirstBatchIsAskedForWhenTheIteratorIsFirstUsed) {
 TEST(loader_iterator_test, BeginWhileAnIterationIsUnderWayThrowsWithWorkerThreads) {
   auto loader = gt::make_data_loader(count_dataset{}, DataLoaderOptions(1).workers(2));
   auto it = loader->begin();
-  EXPECT_NE(logic_error_of([&] { (void)loader->begin(); }).find("still in use"), std::string::npos);
+  auto const message = logic_error_of([&] { (void)loader->begin(); });
+  EXPECT_NE(message.find("Attempted to get a new DataLoader iterator while another iterator is "
+                         "not yet exhausted"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("still in use"), std::string::npos) << message;
 }
 
 TEST(loader_iterator_test, BeginAfterTheIterationIsLetGoStartsTheNextEpoch) {

@@ -596,7 +596,14 @@ TEST(torch_adapter_test, AGetThatNeverReturnsTimesOut) {
   auto loader =
       gt::make_data_loader(std::move(data).map(Stack<>()),
                            DataLoaderOptions(2).workers(1).timeout(std::chrono::milliseconds{20}));
-  EXPECT_THROW((void)*loader->begin(), gpufeed::timeout_error);
+  try {
+    (void)*loader->begin();
+    ADD_FAILURE() << "the first batch never comes, and the wait has a limit";
+  } catch (gpufeed::timeout_error const& e) {
+    // libtorch's word, which programs ported from it look for, then gpufeed's explanation.
+    EXPECT_NE(std::string{e.what()}.find("Timeout in DataLoader"), std::string::npos) << e.what();
+    EXPECT_NE(std::string{e.what()}.find("first batch"), std::string::npos) << e.what();
+  }
   released->store(true);
 }
 
@@ -612,6 +619,11 @@ TEST(torch_adapter_test, ADatasetWithoutASizeIsRefusedWhenTheLoaderIsMade) {
     FAIL() << "a dataset without a size was accepted";
   } catch (gpufeed::logic_error const& e) {
     EXPECT_NE(std::string{e.what()}.find("size()"), std::string::npos) << e.what();
+    // libtorch's sentence for it, which programs ported from libtorch look for.
+    EXPECT_NE(std::string{e.what()}.find(
+                  "Expected the dataset to be sized in order to construct the Sampler"),
+              std::string::npos)
+        << e.what();
   }
 }
 

@@ -267,10 +267,12 @@ constexpr bool check_supported() {
 template <class Dataset>
 std::size_t size_of(Dataset const& data) {
   auto const size = data.size();
+  // The message opens with libtorch's own sentence, which programs ported from it match on.
   GPUFEED_EXPECTS(size.has_value(),
-                  "gpufeed::torch: the dataset's size() returned no size (an unsized or stream "
-                  "dataset); gpufeed plans each epoch over the dataset's indices and needs to "
-                  "know how many there are");
+                  "gpufeed::torch: Expected the dataset to be sized in order to construct the "
+                  "Sampler, but its size() returned no size (an unsized or stream dataset); "
+                  "gpufeed plans each epoch over the dataset's indices and needs to know how "
+                  "many there are");
   GPUFEED_EXPECTS(*size > 0, "gpufeed::torch: the dataset is empty (size() == 0)");
   return *size;
 }
