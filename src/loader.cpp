@@ -77,20 +77,32 @@ std::uint64_t loader::epoch() const {
       front_, [](auto& core) { return core.epoch(); }, [](auto& probe) { return probe.epoch(); });
 }
 std::optional<batch> loader::next() {
-  return std::move(in_use(front_).core().next().value);
+  bool epoch_over = false;
+  auto* core = in_use(front_).core(detail::loader_front::clock::time_point::max(), &epoch_over);
+  return core != nullptr ? std::move(core->next().value) : std::nullopt;
 }
 std::optional<batch> loader::next(stream_view consumer) {
-  return std::move(in_use(front_).core().next(consumer).value);
+  bool epoch_over = false;
+  auto* core = in_use(front_).core(detail::loader_front::clock::time_point::max(), &epoch_over);
+  return core != nullptr ? std::move(core->next(consumer).value) : std::nullopt;
 }
 next_result loader::try_next_for(std::chrono::milliseconds max_wait) {
   auto const give_up_at = give_up_after(max_wait);
-  auto* core = in_use(front_).core(give_up_at);
-  return core != nullptr ? core->next(std::nullopt, give_up_at) : next_result{};
+  bool epoch_over = false;
+  auto* core = in_use(front_).core(give_up_at, &epoch_over);
+  if (core == nullptr) {
+    return {epoch_over ? next_result::status::end_of_epoch : next_result::status::pending, {}};
+  }
+  return core->next(std::nullopt, give_up_at);
 }
 next_result loader::try_next_for(std::chrono::milliseconds max_wait, stream_view consumer) {
   auto const give_up_at = give_up_after(max_wait);
-  auto* core = in_use(front_).core(give_up_at);
-  return core != nullptr ? core->next(consumer, give_up_at) : next_result{};
+  bool epoch_over = false;
+  auto* core = in_use(front_).core(give_up_at, &epoch_over);
+  if (core == nullptr) {
+    return {epoch_over ? next_result::status::end_of_epoch : next_result::status::pending, {}};
+  }
+  return core->next(consumer, give_up_at);
 }
 std::size_t loader::batches_per_epoch() const {
   return either(

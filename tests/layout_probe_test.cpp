@@ -221,22 +221,49 @@ TEST(LayoutProbe, SkippedStagedSamplesAreCountedAndALaterOneGivesTheLayout) {
   EXPECT_EQ(l.snapshot().skipped, 6U);
 }
 
-TEST(LayoutProbe, EveryFirstBatchSampleFailingFailsTheLoader) {
+// As torch's loader: under raise each batch whose every sample fails raises once, the next
+// call goes on with the next batch, and an epoch of such batches ends as any epoch does.
+TEST(LayoutProbe, FirstBatchesWhoseEverySampleFailsRaiseOnceEachAndTheEpochEnds) {
   std::set<std::size_t> all;
-  for (std::size_t i = 0; i < 30; ++i) all.insert(i);
-  auto data = std::make_shared<failing_learned>(30, all);
+  for (std::size_t i = 0; i < 10; ++i) all.insert(i);
+  auto data = std::make_shared<failing_learned>(10, all);
   loader l{data, {.batch_size = 3, .workers = 2, .prefetch_depth = 2}};
-  for (int call = 0; call < 2; ++call) {
-    try {
-      (void)l.next();
-      FAIL() << "no sample can be read";
-    } catch (sample_error const& e) {
-      ASSERT_EQ(e.failures().size(), 3U) << e.what();
-      EXPECT_EQ(e.failures()[0].index, 0U);
-      EXPECT_EQ(e.failures()[2].index, 2U);
+  for (std::uint64_t epoch = 0; epoch < 2; ++epoch) {
+    std::vector<std::size_t> first_failed;
+    for (;;) {
+      try {
+        if (!l.next().has_value()) break;
+        FAIL() << "no sample can be read";
+        break;
+      } catch (sample_error const& e) {
+        first_failed.push_back(e.failures().front().index);
+        ASSERT_LE(first_failed.size(), 4U) << "an epoch of 4 batches went on: " << e.what();
+      }
     }
+    EXPECT_EQ(first_failed, (std::vector<std::size_t>{0, 3, 6, 9})) << "epoch " << epoch;
   }
-  EXPECT_LT(data->reads().size(), 30U);  // it stopped at the first batch
+  EXPECT_EQ(l.epoch(), 2U);
+}
+
+TEST(LayoutProbe, AFailedFirstBatchIsFollowedByTheLayoutOfTheNext) {
+  auto data = std::make_shared<failing_learned>(9, std::set<std::size_t>{0, 1, 2});
+  loader l{data, {.batch_size = 3, .workers = 2, .prefetch_depth = 2}};
+  try {
+    (void)l.next();
+    FAIL() << "the first batch's samples all fail";
+  } catch (sample_error const& e) {
+    ASSERT_EQ(e.failures().size(), 3U) << e.what();
+    EXPECT_EQ(e.failures()[2].index, 2U);
+  }
+  EXPECT_EQ(epoch_indices(l), iota(3, 9));
+}
+
+TEST(LayoutProbe, TryNextForSaysTheEpochEndedWhenEveryBatchFailed) {
+  auto data = std::make_shared<failing_learned>(3, std::set<std::size_t>{0, 1, 2});
+  loader l{data, {.batch_size = 3, .workers = 1, .prefetch_depth = 2}};
+  EXPECT_THROW((void)l.try_next_for(std::chrono::seconds{30}), sample_error);
+  EXPECT_EQ(l.try_next_for(std::chrono::seconds{30}).what, next_result::status::end_of_epoch);
+  EXPECT_THROW((void)l.try_next_for(std::chrono::seconds{30}), sample_error);  // the next epoch
 }
 
 TEST(LayoutProbe, UnderSkipEverySampleFailingFailsTheLoaderAtTheEpochsEnd) {
@@ -322,6 +349,22 @@ TEST(LayoutProbe, TheLoadersTimeoutCoversTheFirstSample) {
   auto data = std::make_shared<blocked_learned>(10);
   loader l{data, {.batch_size = 2, .workers = 1, .timeout = 30ms}};
   EXPECT_THROW((void)l.next(), timeout_error);
+}
+
+TEST(LayoutProbe, TheLoadersTimeoutCoversTheFirstSampleOverManyShortWaits) {
+  auto data = std::make_shared<blocked_learned>(10);
+  loader l{data, {.batch_size = 2, .workers = 1, .timeout = 100ms}};
+  auto const start = std::chrono::steady_clock::now();
+  bool timed_out = false;
+  // Waits of 10 ms each, as the Python binding's (it checks for signals between them).
+  while (!timed_out && std::chrono::steady_clock::now() - start < 30s) {
+    try {
+      EXPECT_EQ(l.try_next_for(10ms).what, next_result::status::pending);
+    } catch (timeout_error const&) {
+      timed_out = true;
+    }
+  }
+  EXPECT_TRUE(timed_out) << "the timeout restarted with every short wait";
 }
 
 // Reads whole claims, and fails one sample of each claim that holds index 7.

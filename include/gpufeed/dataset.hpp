@@ -105,7 +105,9 @@ class dataset {
   /// than from `spec()`: for datasets that cannot know it without reading, and whose reads need
   /// the worker's context. The loader then reads nothing on the calling thread: its workers stage
   /// the first samples of the first batch, the first one read gives the layout, and every staged
-  /// sample is written into its batch (read once, its failure reported as a read's would be).
+  /// sample is written into its batch (read once, its failure reported as a read's would be; a
+  /// first batch whose every sample failed is its batch's error, and the next batch's samples
+  /// give the layout).
   [[nodiscard]] virtual bool layout_from_first_sample() const { return false; }
   /// @brief Reads sample `index` without a place to write it, on a worker, before the layout is
   /// known (only when `layout_from_first_sample()`). Thread-safe; may throw, as `read`.

@@ -1,5 +1,6 @@
 #include "gpufeed/detail/loader_front.hpp"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -27,20 +28,37 @@ loader_front::~loader_front() {
   }
 }
 
-loader_core* loader_front::core(clock::time_point give_up_at) {
+loader_core* loader_front::core(clock::time_point give_up_at, bool* epoch_over) {
   if (auto* c = ready()) {
     return c;
   }
   if (failed_) {
     std::rethrow_exception(failed_);
   }
-  auto deadline = give_up_at;
+  // The loader's timeout counts from the first call that waits for this batch, however many
+  // short waits (try_next_for) it takes.
   bool const limited = options_.timeout.count() > 0;
-  if (limited) {
-    deadline = std::min(deadline, clock::now() + options_.timeout);
+  auto const now = clock::now();
+  if (!waiting_since_) {
+    waiting_since_ = now;
   }
-  if (!probe_->wait(deadline)) {
-    if (limited && deadline < give_up_at) {
+  auto const timeout_at = *waiting_since_ + options_.timeout;
+  auto const deadline = limited ? std::min(give_up_at, timeout_at) : give_up_at;
+  layout_probe::wait_result waited{};
+  try {
+    waited = probe_->wait(deadline, epoch_over != nullptr);
+  } catch (...) {
+    waiting_since_.reset();  // a failed batch was delivered: the next one has its own time
+    throw;
+  }
+  if (waited == layout_probe::wait_result::epoch_over) {
+    waiting_since_.reset();
+    *epoch_over = true;
+    return nullptr;
+  }
+  if (waited == layout_probe::wait_result::timed_out) {
+    if (limited && clock::now() >= timeout_at) {
+      waiting_since_.reset();
       throw timeout_error{0,
                           "gpufeed: no sample of the first batch was read within "
                           "loader_options::timeout (" +

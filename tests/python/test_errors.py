@@ -189,6 +189,26 @@ def test_sample_zero_failing_raises_the_datasets_own_exception(worker_type):
         next(iter(loader))
 
 
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+def test_a_dataset_whose_every_sample_fails_raises_once_a_batch_and_ends(worker_type):
+    # torch's test_error loop: one exception per batch, then StopIteration (never a loop that
+    # raises the first batch's error for ever).
+    loader = gpufeed.DataLoader(FailsAt(10, range(10)), batch_size=3, num_workers=2,
+                                worker_type=worker_type)
+    for epoch in range(2):
+        it = iter(loader)
+        errors = 0
+        while True:
+            try:
+                next(it)
+            except KeyError:
+                errors += 1
+                assert errors <= 4, "more failures than the epoch's 4 batches"
+            except StopIteration:
+                break
+        assert errors == 4, f"epoch {epoch}"
+
+
 class SlowAtFive(torch.utils.data.Dataset):
     def __len__(self):
         return 8

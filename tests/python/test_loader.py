@@ -492,3 +492,21 @@ def test_zero_size_dimensions_batch_as_torch_batches_them(worker_type):
     theirs = list(TorchLoader(Empty(), batch_size=2))
     for a, b in zip(ours, theirs):
         assert_same(a, b)
+
+
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+def test_samples_of_zero_bytes_batch_as_torch_batches_them(worker_type):
+    # Every sample an empty tensor: each slot has no bytes, and lies at the ring's very end.
+    class Nothing(torch.utils.data.Dataset):
+        def __len__(self):
+            return 5
+
+        def __getitem__(self, i):
+            return torch.empty(0)
+
+    ours = list(gpufeed.DataLoader(Nothing(), batch_size=2, num_workers=2,
+                                   worker_type=worker_type))
+    theirs = list(TorchLoader(Nothing(), batch_size=2))
+    assert len(ours) == len(theirs) == 3
+    for a, b in zip(ours, theirs):
+        assert_same(a, b)

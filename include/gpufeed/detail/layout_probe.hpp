@@ -10,9 +10,11 @@
 // Where the consumer stands before the core exists (set_epoch, a given order, restore) is kept
 // here, and replayed on the core (replay_on).
 //
-// When no sample can give the layout the probe fails, and the loader with it: under
-// error_policy::raise once every sample of the first batch failed, under skip once every sample
-// of the epoch did; the sample_error names the samples.
+// Under error_policy::raise, a first batch whose every sample fails is that batch's sample_error,
+// delivered once to the consumer, which then stands at the next batch, as after any failed
+// batch; an epoch whose every batch failed so ends as any epoch does. Under skip, the probe
+// fails, and the loader with it, once every sample of the epoch failed. Either sample_error
+// names the samples.
 
 #include <atomic>
 #include <chrono>
@@ -68,9 +70,13 @@ class layout_probe {
   /// Staged reads made so far (successes and failures), for the statistics.
   [[nodiscard]] std::size_t staged_count() const;
 
-  /// Waits until the layout is learned and the reads in progress have returned (true), or until
-  /// `give_up_at` (false). @throws sample_error when no sample could give the layout.
-  [[nodiscard]] bool wait(clock::time_point give_up_at);
+  enum class wait_result : std::uint8_t { learned, timed_out, epoch_over };
+  /// Waits until the layout is learned and the reads in progress have returned (learned), or
+  /// until `give_up_at` (timed_out). For the `consumer` (next()), also until the epoch ended
+  /// without a layout (epoch_over, once; the consumer then stands at the next epoch).
+  /// @throws sample_error when no sample could give the layout; or, under raise, the failure of
+  /// the consumer's first batch (for the consumer, once: it then stands at the next batch).
+  [[nodiscard]] wait_result wait(clock::time_point give_up_at, bool consumer);
 
   /// What the probe learned: call once, after wait() returned true. Tells the dataset which
   /// staged sample gave the layout (dataset::layout_chosen); the threads have ended.
@@ -112,6 +118,8 @@ class layout_probe {
   std::optional<sample_spec> spec_;     // the layout, once learned
   bool choosing_ = false;               // a thread is telling the dataset its layout was chosen
   std::exception_ptr failure_;          // no sample can give the layout, or a worker_error
+  std::exception_ptr batch_failure_;    // under raise: the consumer's first batch failed wholly
+  bool epoch_over_ = false;             // the consumer's epoch ended with that batch
   unsigned reading_ = 0;                // threads inside stage()
   bool taken_ = false;
   std::atomic<bool> stop_{false};

@@ -9,6 +9,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "gpufeed/dataset.hpp"
 #include "gpufeed/detail/layout_probe.hpp"
@@ -48,9 +49,12 @@ class loader_front {
     return on_probe(*probe_);
   }
   /// The core, built once the probe has learned the layout: waits for it until `give_up_at`
-  /// (then null) or the loader's timeout (then timeout_error). Consumer thread only.
-  /// @throws the probe's failure, or what building the core threw, on this and every later call.
-  [[nodiscard]] loader_core* core(clock::time_point give_up_at);
+  /// (then null) or the loader's timeout (then timeout_error). Consumer thread only. With
+  /// `epoch_over` (next()), also null with *epoch_over set when the epoch ended before the
+  /// layout was learned (every batch failed, under raise).
+  /// @throws the probe's failure, or what building the core threw, on this and every later
+  /// call; for next(), under raise, the failure of a first batch whose every sample failed.
+  [[nodiscard]] loader_core* core(clock::time_point give_up_at, bool* epoch_over = nullptr);
   /// The core, waiting as long as it takes (a query that needs the layout).
   [[nodiscard]] loader_core& core() { return *core(clock::time_point::max()); }
 
@@ -65,7 +69,8 @@ class loader_front {
   std::shared_ptr<loader_core> core_;
   std::atomic<loader_core*> ready_{nullptr};
   std::unique_ptr<layout_probe> probe_;
-  std::exception_ptr failed_;  // building the core failed
+  std::exception_ptr failed_;                       // building the core failed
+  std::optional<clock::time_point> waiting_since_;  // the consumer's first wait for this batch
 };
 
 }  // namespace gpufeed::detail

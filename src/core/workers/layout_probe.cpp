@@ -45,6 +45,8 @@ layout_probe::~layout_probe() {
 
 void layout_probe::restart_locked(cursor at) {
   at_ = epochs_.normalized(at);
+  batch_failure_ = nullptr;
+  epoch_over_ = false;
   ++generation_;
   staged_.clear();
   failed_ = 0;
@@ -70,6 +72,7 @@ void layout_probe::set_epoch(std::uint64_t epoch) {
   if (at_ != cursor{epoch, 0}) {
     restart_locked({epoch, 0});
   }
+  epoch_over_ = false;  // the consumer chose where it stands
 }
 
 void layout_probe::set_epoch(std::uint64_t epoch, epoch_order order) {
@@ -116,18 +119,18 @@ std::size_t layout_probe::staged_count() const {
 // -------------------------------------------------------------------------------------
 
 std::optional<std::size_t> layout_probe::next_position_locked() {
-  if (stop_.load() || spec_ || choosing_ || failure_ || next_ >= end_) {
+  if (stop_.load() || spec_ || choosing_ || failure_ || batch_failure_ || next_ >= end_) {
     return std::nullopt;
   }
   return next_++;
 }
 
 void layout_probe::check_exhausted_locked() {
-  if (spec_ || choosing_ || failure_ || stop_.load()) {
+  if (spec_ || choosing_ || failure_ || batch_failure_ || stop_.load()) {
     return;
   }
-  // Under raise the whole first batch failed (and the loader cannot learn its layout from a
-  // later one without delivering that batch first); under skip, every position was read.
+  // Under raise the whole first batch failed (the loader delivers that batch's failure before
+  // it learns the layout from a later one); under skip, every position was read.
   bool const first_batch_failed = first_batch_ > 0 && failed_first_batch_ == first_batch_;
   bool const all_read = next_ >= end_ && reading_ == 0;
   if (!(options_.on_error == error_policy::raise ? first_batch_failed || all_read : all_read)) {
@@ -151,7 +154,11 @@ void layout_probe::check_exhausted_locked() {
   for (auto const* r : failed) {
     failures.push_back(describe_failure(r->failure, r->worker, r->index, r->epoch));
   }
-  failure_ = gather_failures(std::move(failures));
+  if (options_.on_error == error_policy::raise && first_batch_failed) {
+    batch_failure_ = gather_failures(std::move(failures));
+  } else {
+    failure_ = gather_failures(std::move(failures));
+  }
   changed_.notify_all();
 }
 
@@ -227,18 +234,37 @@ void layout_probe::run(unsigned thread) {
   }
 }
 
-bool layout_probe::wait(clock::time_point give_up_at) {
+layout_probe::wait_result layout_probe::wait(clock::time_point give_up_at, bool consumer) {
   std::unique_lock lock{mutex_};
-  auto const done = [&] { return failure_ || (spec_ && !choosing_ && reading_ == 0); };
+  auto const done = [&] {
+    return failure_ || batch_failure_ || (consumer && epoch_over_) ||
+           (spec_ && !choosing_ && reading_ == 0);
+  };
   if (give_up_at == clock::time_point::max()) {
     changed_.wait(lock, done);
   } else if (!changed_.wait_until(lock, give_up_at, done)) {
-    return false;
+    return wait_result::timed_out;
   }
   if (failure_) {
     std::rethrow_exception(failure_);
   }
-  return true;
+  if (consumer && epoch_over_) {
+    epoch_over_ = false;  // the position is the next epoch's already
+    return wait_result::epoch_over;
+  }
+  if (batch_failure_) {
+    auto failed = batch_failure_;
+    if (consumer) {
+      // Delivered: the consumer stands at the next batch, or, after the epoch's last, at the
+      // next epoch, whose end it is told of first.
+      auto const* plan = epochs_.plan(at_.epoch);
+      bool const last = plan == nullptr || at_.sequence + 1 >= plan->batches();
+      restart_locked({at_.epoch, at_.sequence + 1});
+      epoch_over_ = last;
+    }
+    std::rethrow_exception(failed);
+  }
+  return wait_result::learned;
 }
 
 layout_probe::learned layout_probe::take() {

@@ -78,7 +78,8 @@ void shared_arena::close_file() noexcept {
 }
 
 std::uint64_t shared_arena::offset_of(std::byte const* p) const {
-  if (p < mapping_.base() || p >= mapping_.base() + mapping_.size()) {
+  // The end itself is a place: a field of zero bytes (an empty tensor) has its slot there.
+  if (p < mapping_.base() || p > mapping_.base() + mapping_.size()) {
     throw std::out_of_range{"gpufeed: a batch slot outside the shared ring"};
   }
   return static_cast<std::uint64_t>(p - mapping_.base());
