@@ -231,6 +231,26 @@ def test_a_late_batch_raises_loader_timeout_error_naming_the_sample(worker_type)
     loader.close()
 
 
+class SlowFirst(torch.utils.data.Dataset):
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        time.sleep(8)  # every sample: the layout cannot come from another one meanwhile
+        return i
+
+
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+def test_the_timeout_covers_the_first_batch(worker_type):
+    # The first batch is waited for in many short waits (signals are checked between them);
+    # the timeout counts from the first.
+    loader = gpufeed.DataLoader(SlowFirst(), batch_size=2, num_workers=1, timeout=0.5,
+                                worker_type=worker_type)
+    with pytest.raises(TimeoutError):  # without it, the batch would come after 8 s
+        next(iter(loader))
+    loader.close()
+
+
 def test_missing_files_raise_file_error():
     with pytest.raises(gpufeed.FileError) as caught:
         gpufeed.datasets.HDF5(os.path.join("/nonexistent", "x.h5"))
