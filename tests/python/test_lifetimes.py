@@ -117,6 +117,7 @@ import numpy as np
 import psutil
 import gpufeed
 from gpufeed import datasets
+from samples import announce_when_main_waits_in_gpufeed
 
 gpufeed.set_log_level("warn")
 
@@ -175,23 +176,6 @@ def loader_for(kind, data, **kwargs):
     print("workers", *(f"{p.pid}:{psutil.Process(p.pid).create_time()!r}" for p in workers),
           flush=True)
     return loader
-
-
-def announce_when_main_waits_in_gpufeed(marker):
-    """Prints `marker` from a helper thread once the main thread's innermost Python frame is
-    gpufeed's (it is then inside next(), in Python or in the C++ wait under it)."""
-    package = os.path.dirname(gpufeed.__file__)
-    main = threading.main_thread().ident
-
-    def watch():
-        while True:
-            frame = sys._current_frames().get(main)
-            if frame is not None and frame.f_code.co_filename.startswith(package):
-                print(marker, flush=True)
-                return
-            time.sleep(0.01)
-
-    threading.Thread(target=watch, daemon=True).start()
 
 
 def wait_inside(data):

@@ -478,7 +478,7 @@ def test_ctrl_c_while_waiting_in_next_stops_the_worker_processes(tmp_path, handl
         import os, sys, threading, time
         import numpy as np
         import gpufeed
-        from samples import worker_children
+        from samples import announce_when_main_waits_in_gpufeed, worker_children
 
         gpufeed.set_log_level("warn")
 
@@ -504,18 +504,7 @@ def test_ctrl_c_while_waiting_in_next_stops_the_worker_processes(tmp_path, handl
               flush=True)
         it = iter(loader)
         assert data.inside.wait(60)
-        package = os.path.dirname(gpufeed.__file__)
-        main = threading.main_thread().ident
-
-        def announce():
-            while True:
-                frame = sys._current_frames().get(main)
-                if frame is not None and frame.f_code.co_filename.startswith(package):
-                    print("waiting", flush=True)
-                    return
-                time.sleep(0.01)
-
-        threading.Thread(target=announce, daemon=True).start()
+        announce_when_main_waits_in_gpufeed("waiting")
         if sys.argv[1] == "caught":
             try:
                 next(it)
