@@ -702,6 +702,40 @@ def test_close_ends_a_wait_in_another_thread(kind):
 
 # ---- close() -------------------------------------------------------------------------------------
 
+class _FailsFirst(torch.utils.data.Dataset):
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        if i < 2:
+            raise KeyError(f"no record for {i}")
+        return np.full(4, i, np.float32)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("kind", ["process", "thread"])
+def test_a_failed_batchs_exception_holding_the_last_reference_to_its_loader(kind):
+    """The only reference to the loader is the iterator in the frame of the failed next():
+    dropping the exception drops the loader, whose __del__ closes it on the thread that was
+    in next() (closing must not wait there for a lock that thread holds)."""
+    children = _children()
+    for _ in range(20):
+        def fail_once():
+            loader = gpufeed.DataLoader(_FailsFirst(), batch_size=2, num_workers=2,
+                                        worker_type=kind)
+            it = iter(loader)
+            del loader
+            next(it)
+
+        try:
+            fail_once()
+        except KeyError as e:
+            error = e
+        del error  # the traceback's frames go, with the iterator and the loader
+        gc.collect()
+    assert settles_to(lambda: _children() - children, set()) == set()
+
+
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("kind", KINDS)
 def test_close_then_iterate_raises_and_close_twice_is_fine(kind):
