@@ -18,6 +18,7 @@
 #include "gpufeed/diagnosis.hpp"
 #include "gpufeed/loader.hpp"
 #include "gpufeed/stats_json.hpp"
+#include "interpreter_exit.hpp"
 #include "options.hpp"
 #include "owner_process.hpp"
 #include "python_dataset.hpp"
@@ -30,57 +31,7 @@ namespace {
 // How long next() blocks with the GIL released before it checks for signals.
 constexpr std::chrono::milliseconds signal_check_interval{100};
 
-class py_loader;
-
-// Every open loader, so that interpreter exit can stop their workers before Python goes away
-// (a worker entering Python during finalization would be ended inside C++ code).
-// Weak references: a loader dropped meanwhile is simply gone, and one being closed at exit is
-// kept alive by the closer.
-std::mutex registry_mutex;
-std::vector<std::weak_ptr<py_loader>> registry;
-
-// Loaders closed on one of their own worker threads (Python's garbage collector runs wherever
-// Python allocates, so it can drop a loader in a reference cycle inside its own dataset's
-// __getitem__). A thread cannot join itself: another thread stops those loaders, and interpreter
-// exit waits for it. Under registry_mutex.
-struct deferred_stop {
-  std::thread thread;
-  std::shared_ptr<std::atomic<bool>> done;
-};
-std::vector<deferred_stop> deferred_stops;
-
-// Set by the atexit hook. A thread still waiting in next() then (a daemon thread) must not take
-// the GIL back: Python ends threads that do once it finalizes, by an unwind through C++ frames
-// that cannot be caught (std::terminate). Such a thread parks instead, and dies with the process.
-// The exiting thread itself never parks (an atexit hook of the user's may still call next()).
-std::atomic<bool> interpreter_exiting{false};
-std::atomic<std::thread::id> exiting_thread{};
-
-[[nodiscard]] bool must_park() noexcept {
-  return interpreter_exiting.load() && exiting_thread.load() != std::this_thread::get_id();
-}
-
-[[noreturn]] void park_forever() {
-  for (;;) std::this_thread::sleep_for(std::chrono::hours{1});
-}
-
-// Stops `l` on a new thread; joins the earlier such threads that have finished.
-void stop_elsewhere(loader&& l) {
-  auto done = std::make_shared<std::atomic<bool>>(false);
-  std::thread stopper{[owned = std::make_unique<loader>(std::move(l)), done]() mutable {
-    owned.reset();  // joins the workers, the caller's included once its read returns
-    done->store(true);
-  }};
-  std::lock_guard const lock{registry_mutex};
-  std::erase_if(deferred_stops, [](deferred_stop& d) {
-    if (!d.done->load()) return false;
-    d.thread.join();
-    return true;
-  });
-  deferred_stops.push_back({std::move(stopper), std::move(done)});
-}
-
-class py_loader {
+class py_loader final : public closes_at_exit {
  public:
   py_loader(std::shared_ptr<dataset const> data, py::dict const& kwargs)
       : python_data_{std::dynamic_pointer_cast<python_dataset const>(data)} {
@@ -105,13 +56,11 @@ class py_loader {
   static std::shared_ptr<py_loader> open(std::shared_ptr<dataset const> data,
                                          py::dict const& kwargs) {
     auto made = std::make_shared<py_loader>(std::move(data), kwargs);
-    std::lock_guard const lock{registry_mutex};
-    std::erase_if(registry, [](auto const& w) { return w.expired(); });
-    registry.push_back(made);
+    close_at_exit(made);
     return made;
   }
 
-  ~py_loader() { close(); }
+  ~py_loader() override { close(); }
 
   py_loader(py_loader const&) = delete;
   py_loader& operator=(py_loader const&) = delete;
@@ -159,7 +108,7 @@ class py_loader {
     open_loader().set_epoch(epoch, std::move(order));
   }
 
-  void close() {
+  void close() override {
     if (!owner_.here()) {
       // A process forked from the loader's: its workers are the parent's threads.
       if (loader_) static_cast<void>(new loader{std::move(*loader_)});
@@ -251,24 +200,6 @@ class py_loader {
   std::optional<loader> loader_;
 };
 
-void close_all() {
-  std::vector<std::shared_ptr<py_loader>> open;  // alive until closed, whoever drops them
-  {
-    std::lock_guard const lock{registry_mutex};
-    for (auto const& w : registry) {
-      if (auto l = w.lock()) open.push_back(std::move(l));
-    }
-  }
-  for (auto const& l : open) l->close();
-  std::vector<deferred_stop> stopping;
-  {
-    std::lock_guard const lock{registry_mutex};
-    stopping.swap(deferred_stops);
-  }
-  py::gil_scoped_release const released;  // their workers may need it to finish a read
-  for (auto& d : stopping) d.thread.join();
-}
-
 }  // namespace
 
 loader& native_loader(py::handle object) {
@@ -350,14 +281,8 @@ void bind_loader(py::module_& m) {
       "state_epoch", [](std::string const& text) { return loader_state::parse(text).epoch; },
       py::arg("state"), "The epoch of a Loader.state() text.");
   m.def("_close_all", &close_all, "Stops every open loader's workers.");
-  m.def(
-      "_at_exit",
-      [] {
-        exiting_thread.store(std::this_thread::get_id());
-        interpreter_exiting.store(true);
-        close_all();
-      },
-      "Registered with atexit: stops every loader, and parks threads still waiting in next().");
+  m.def("_at_exit", &at_exit,
+        "Registered with atexit: stops every loader, and parks threads still waiting in next().");
 }
 
 }  // namespace gpufeed::python
