@@ -1,4 +1,3 @@
-// Named image_*.cpp so that src/CMakeLists.txt's glob of the image datasets' sources builds it.
 //
 // A crop the size of the output (Resize(256) + CenterCrop(224) of an image whose short side is
 // 256, a CenterCrop alone) needs no resampling: only the chroma upsampling and the colour
@@ -15,7 +14,7 @@
 
 #include "gpufeed/detail/image_resize.hpp"
 #include "gpufeed/error.hpp"
-#include "image_rgb_store.hpp"
+#include "../image_rgb_store.hpp"
 
 namespace gpufeed::detail {
 

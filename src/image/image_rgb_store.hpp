@@ -1,6 +1,6 @@
 #pragma once
 // AVX2 helpers shared by the image kernels (image_resample_avx2.cpp, image_ycc_copy.cpp): bytes of
-// eight R, G and B values interleaved into RGB. Internal to src/datasets.
+// eight R, G and B values interleaved into RGB. Internal to src/image.
 
 #include <cstdint>
 

@@ -1,4 +1,3 @@
-// Named image_*.cpp so that src/CMakeLists.txt's glob of the image datasets' sources builds it.
 #include "gpufeed/detail/image_jitter.hpp"
 
 #include <algorithm>

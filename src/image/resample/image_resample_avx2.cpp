@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "image_resample.hpp"
-#include "image_rgb_store.hpp"
+#include "../image_rgb_store.hpp"
 
 namespace gpufeed::detail::resample {
 
