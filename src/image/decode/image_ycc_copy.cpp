@@ -12,9 +12,9 @@
 #include <utility>
 #include <vector>
 
+#include "../image_rgb_store.hpp"
 #include "gpufeed/detail/image_resize.hpp"
 #include "gpufeed/error.hpp"
-#include "../image_rgb_store.hpp"
 
 namespace gpufeed::detail {
 

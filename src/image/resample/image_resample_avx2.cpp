@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <utility>
 
-#include "image_resample.hpp"
 #include "../image_rgb_store.hpp"
+#include "image_resample.hpp"
 
 namespace gpufeed::detail::resample {
 
