@@ -19,15 +19,14 @@ using gpufeed::detail::h5::chunk_cache;
 // Reads chunk `k` as a worker does: decodes it when claimed (counting decodes), else takes it.
 std::byte read_first_byte(chunk_cache& cache, std::size_t k, std::size_t capacity,
                           std::atomic<int>& decodes) {
-  auto [data, decode] = cache.find_or_claim(k, capacity);
+  auto [data, decode, error] = cache.find_or_claim(k, capacity);
   if (decode) {
     ++decodes;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));  // readers arrive meanwhile
     data->bytes.assign(4, static_cast<std::byte>(k));
     cache.decoded(data, "");
   }
-  EXPECT_TRUE(data->ready);
-  EXPECT_TRUE(data->error.empty());
+  EXPECT_TRUE(error.empty());
   return data->bytes.at(0);
 }
 
@@ -93,7 +92,7 @@ TEST(hdf5_chunk_cache, AFailedDecodeReachesItsWaitersAndIsTriedAgain) {
         cache.decoded(found.data, "");
         return;
       }
-      saw_error = found.data->error == "corrupt";
+      saw_error = found.error == "corrupt";
     }};
     std::this_thread::sleep_for(std::chrono::milliseconds(20 * (trial + 1)));
     cache.decoded(first.data, "corrupt");

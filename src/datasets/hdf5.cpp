@@ -405,9 +405,9 @@ void hdf5_dataset::impl::read_chunked(field_info& f, std::size_t index, std::spa
     pread_exact(f, index, dst, ch.address + row * f.row_bytes, k);
     return;
   }
-  auto [data, decode] = f.cache.find_or_claim(k, options.cache_chunks);
+  auto [data, decode, failed] = f.cache.find_or_claim(k, options.cache_chunks);
   if (!decode) {
-    if (!data->error.empty()) fail(data->error);
+    if (!failed.empty()) fail(failed);
   } else {
     std::string error;
     try {

@@ -11,12 +11,13 @@ chunk_cache::found chunk_cache::find_or_claim(std::size_t k, std::size_t capacit
   ++tick_;
   auto const it =
       std::find_if(entries_.begin(), entries_.end(), [k](auto const& e) { return e.chunk == k; });
-  if (it == entries_.end()) return {claim(k, capacity), true};
+  if (it == entries_.end()) return {claim(k, capacity), true, {}};
   it->used = tick_;
   auto data = it->data;
   // A decode under way ends in decoded(), which notifies, on every path.
   decoded_.wait(lock, [&] { return data->ready || !data->error.empty(); });
-  return {std::move(data), false};
+  std::string error = data->error;
+  return {std::move(data), false, std::move(error)};
 }
 
 void chunk_cache::decoded(std::shared_ptr<decoded_chunk> const& data, std::string error) {

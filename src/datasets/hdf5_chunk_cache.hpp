@@ -30,9 +30,13 @@ class chunk_cache {
   struct found {
     std::shared_ptr<decoded_chunk> data;  // readers hold a reference while they copy
     bool decode = false;  // the caller decodes into data->bytes, then calls decoded()
+    // Why its decode failed, read under the lock (data->error may be cleared for a reuse once
+    // the last reader has dropped its reference, which the readers' copies of the bytes are
+    // ordered before, but not a read of the error after them).
+    std::string error;
   };
 
-  // Chunk `k`: decoded (or failed: data->error), after waiting for a decode under way; or, with
+  // Chunk `k`: decoded (or failed: error), after waiting for a decode under way; or, with
   // `decode` set, an entry the caller fills. At most `capacity` decoded chunks are kept.
   [[nodiscard]] found find_or_claim(std::size_t k, std::size_t capacity);
 
