@@ -378,7 +378,10 @@ class Child:
         import gpufeed
 
         script = tmp_path / "child.py"
-        script.write_text(textwrap.dedent(source).lstrip("\n"))
+        # Ctrl-C as in a terminal, whatever this process inherited: a background job's children
+        # start with SIGINT ignored, and Python then raises no KeyboardInterrupt.
+        script.write_text("import signal\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
+                          + textwrap.dedent(source).lstrip("\n"))
         root = os.path.dirname(os.path.dirname(os.path.abspath(gpufeed.__file__)))
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(
