@@ -22,6 +22,15 @@ constexpr std::size_t release_gil_from_bytes = 64 * 1024;
 
 thread_local worker_info this_worker;
 
+// this_worker (what get_worker_info() answers) for one read on a worker thread, however it ends.
+class worker_scope {
+ public:
+  explicit worker_scope(worker_info const& info) noexcept { this_worker = info; }
+  ~worker_scope() { this_worker = worker_info{}; }
+  worker_scope(worker_scope const&) = delete;
+  worker_scope& operator=(worker_scope const&) = delete;
+};
+
 std::int64_t now_ns() noexcept {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -84,7 +93,7 @@ class python_staged final : public staged_sample {
 std::unique_ptr<staged_sample> python_dataset::stage(std::size_t index,
                                                      read_context const& ctx) const {
   worker_gil const gil;
-  this_worker = worker_info{true, ctx.worker, workers_.load(), ctx.seed, dataset_.ptr()};
+  worker_scope const scope{{true, ctx.worker, workers_.load(), ctx.seed, dataset_.ptr()}};
   try {
     init_worker(ctx.worker);
     py::object sample = getitem_(index);
@@ -94,15 +103,10 @@ std::unique_ptr<staged_sample> python_dataset::stage(std::size_t index,
     } catch (std::invalid_argument const& e) {
       throw std::invalid_argument{"sample " + std::to_string(index) + ": " + e.what()};
     }
-    this_worker = worker_info{};
     return std::make_unique<python_staged>(*this, index, std::move(sample), std::move(tree));
   } catch (py::error_already_set& e) {
-    this_worker = worker_info{};
     e.restore();
     throw python_error::fetch();
-  } catch (...) {
-    this_worker = worker_info{};
-    throw;
   }
 }
 
@@ -187,7 +191,7 @@ void python_dataset::init_worker(unsigned worker) const {
 
 void python_dataset::read(std::size_t index, sample_view out, read_context const& ctx) const {
   worker_gil const gil;
-  this_worker = worker_info{true, ctx.worker, workers_.load(), ctx.seed, dataset_.ptr()};
+  worker_scope const scope{{true, ctx.worker, workers_.load(), ctx.seed, dataset_.ptr()}};
   try {
     init_worker(ctx.worker);
     auto const started = now_ns();
@@ -195,14 +199,9 @@ void python_dataset::read(std::size_t index, sample_view out, read_context const
     python_ns_.fetch_add(now_ns() - started, std::memory_order_relaxed);
     write_sample(sample, index, out, gil);
   } catch (py::error_already_set& e) {
-    this_worker = worker_info{};
     e.restore();
     throw python_error::fetch();
-  } catch (...) {
-    this_worker = worker_info{};
-    throw;
   }
-  this_worker = worker_info{};
 }
 
 void python_dataset::write_sample(py::handle sample, std::size_t index, sample_view out,
