@@ -193,15 +193,11 @@ def _worker_main(dataset, worker_id, num_workers, base_seed, worker_init_fn, fil
 
 
 def _context(multiprocessing_context):
+    """The context of a start method (the loader has checked the argument)."""
     if multiprocessing_context is None:
         return multiprocessing.get_context()
     if isinstance(multiprocessing_context, str):
-        try:
-            return multiprocessing.get_context(multiprocessing_context)
-        except ValueError:
-            raise ValueError(
-                f"multiprocessing_context: {multiprocessing_context!r} is not a start method "
-                f"here; use one of {multiprocessing.get_all_start_methods()}") from None
+        return multiprocessing.get_context(multiprocessing_context)
     return multiprocessing_context
 
 

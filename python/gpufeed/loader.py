@@ -7,6 +7,8 @@ migration table.
 """
 
 import math
+import multiprocessing
+import multiprocessing.context
 import os
 import pickle
 import sys
@@ -100,6 +102,24 @@ class Diagnosis(tuple):
 
     def __str__(self):
         return self.sentence
+
+
+def _check_context(multiprocessing_context, num_workers):
+    """torch's checks of multiprocessing_context, with the phrases of its messages."""
+    if multiprocessing_context is None:
+        return
+    if num_workers == 0:
+        raise ValueError("multiprocessing_context chooses how worker processes start, so it "
+                         "needs multi-process loading (num_workers > 0), but got num_workers=0")
+    if isinstance(multiprocessing_context, str):
+        methods = multiprocessing.get_all_start_methods()
+        if multiprocessing_context not in methods:
+            raise ValueError(f"multiprocessing_context option should specify a valid start "
+                             f"method in {methods!r}, but got {multiprocessing_context!r}")
+    elif not isinstance(multiprocessing_context, multiprocessing.context.BaseContext):
+        raise TypeError("multiprocessing_context option should be a valid context object or a "
+                        "string naming a start method, but got "
+                        f"{type(multiprocessing_context).__name__} {multiprocessing_context!r}")
 
 
 def _positive_int(name, value):
@@ -199,6 +219,8 @@ class DataLoader:
                  transforms=None, seed=None, on_error="raise", rank=None, world_size=None,
                  autotune=False, output=None, held_batches_budget=None, drop_last_step=False,
                  trace_events=0, stall_warning=30.0, chunk_window=0, worker_type="auto"):
+        # Kept to make the loader again for a map-style dataset whose length changes.
+        arguments = {name: value for name, value in locals().items() if name != "self"}
         self._core = None  # so that close() and __del__ work whatever fails below
         self._workers = None
         # batch_size=None: samples one at a time, without a batch dimension (torch's automatic
@@ -220,12 +242,15 @@ class DataLoader:
         if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError("num_workers option should be non-negative; use num_workers=0 to "
                              "disable multiprocessing.")
+        _check_context(multiprocessing_context, num_workers)
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
         if cores and num_workers > cores:
+            # The phrase torch's warning has, so that filters written for it match this one.
             warnings.warn(f"This DataLoader will create {num_workers} workers, more than the "
-                          f"{cores} CPUs this process may use: excessive workers make the "
-                          f"loader slower, or freeze it; lower num_workers to {cores} or less "
-                          "(or let autotune=True choose)", UserWarning, stacklevel=2)
+                          f"{cores} CPUs this process may use: excessive worker creation might "
+                          f"get DataLoader running slow or even freeze; lower num_workers to "
+                          f"{cores} or less (or let autotune=True choose)", UserWarning,
+                          stacklevel=2)
         if timeout < 0:
             raise ValueError("timeout option should be non-negative")
         if prefetch_factor is not None and (not isinstance(prefetch_factor, int) or prefetch_factor < 1):
@@ -424,10 +449,14 @@ class DataLoader:
         self._next_epoch = 0
         self._resume = None
         self._iterator = None
+        self._in_epoch = False  # an epoch started and not yet ended
         self.step_info = None
-        # A map-style Python dataset's length when the loader was made (its epochs keep it).
+        # A map-style Python dataset's length the workers and the plan are made for.
         self._made_length = len(dataset) if python_dataset and not self._iterable else None
-        self._lengths_said = set()
+        # An iterable dataset's len(loader), once asked: more batches than that are warned of.
+        self._length_asked = None
+        self._yielded = 0
+        self._arguments = arguments
         self._initialized = True
 
     # As torch's DataLoader: the arguments that shape the batches cannot change afterwards (the
@@ -471,9 +500,12 @@ class DataLoader:
     def __len__(self):
         if self._iterable:  # as torch: from the dataset's own __len__, when it has one
             n = len(self.dataset)
-            if self._unbatched:
-                return n
-            return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
+            if not self._unbatched:
+                n = n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
+            self._length_asked = n
+            return n
+        if not self._in_epoch:
+            self._follow_length()
         if self._given == "batch_sampler":
             return len(self.batch_sampler)
         if self._given == "sampler":
@@ -568,25 +600,32 @@ class DataLoader:
         indices = np.fromiter(iter(self.sampler), dtype=np.int64)
         return indices, None
 
-    def _say_length_change(self):
-        """The loader's plan and workers are made for the dataset's length at construction; a
-        dataset that grew or shrank since is said once per new length instead of ignored."""
+    def _follow_length(self):
+        """Follows a map-style dataset that grew or shrank, as torch's DataLoader does: the
+        workers (which copy the dataset as it is now), the ring and the plan are made again for
+        its new length, between epochs. The epoch count, a pending load_state_dict and the
+        iterator carry over."""
         if self._made_length is None:
             return
         try:
             length = len(self.dataset)
         except TypeError:
             return
-        if length == self._made_length or length in self._lengths_said:
+        if length == self._made_length:
             return
-        self._lengths_said.add(length)
-        warnings.warn(f"the dataset has {length} samples now but had {self._made_length} when "
-                      f"this DataLoader was made: gpufeed reads the {self._made_length} samples "
-                      "it was made for (torch's DataLoader follows the dataset's length); make "
-                      f"a new DataLoader to read {length}", UserWarning, stacklevel=4)
+        _gpufeed.log("info", f"the dataset has {length} samples now, {self._made_length} when "
+                     "the loader was made: its workers and plan are made again for "
+                     f"{length}")
+        kept = (self._next_epoch, self._resume, self._iterator)
+        self.close()
+        self.__dict__["_initialized"] = False
+        DataLoader.__init__(self, **self._arguments)
+        self._next_epoch, self._resume, self._iterator = kept
 
     def _start_epoch(self):
-        self._say_length_change()
+        self._follow_length()
+        self._in_epoch = True
+        self._yielded = 0
         self.step_info = None
         self._workers_ended = set()  # an iterable dataset's workers whose iterators ended
         if self._resume is not None:
@@ -661,6 +700,20 @@ class DataLoader:
         return build(self._structure, tensors, step,
                      lambda field: self._native_dataset.texts(raw, field))
 
+    def _count_yielded(self):
+        """Warns, as torch does, when an iterable dataset gives more batches than the len() the
+        caller was told: its workers probably each yield the whole dataset."""
+        self._yielded += 1
+        if self._length_asked is not None and self._yielded > self._length_asked:
+            unit = "samples" if self._unbatched else "batches"
+            # The phrases torch's warning has, so that filters written for it match this one.
+            warnings.warn(f"len(DataLoader) is {self._length_asked} (from the IterableDataset's "
+                          f"__len__), but {self._yielded} {unit} have been fetched. For "
+                          "multiprocessing data-loading, this usually means that every worker "
+                          "yields the whole dataset: shard it in __iter__ with "
+                          "get_worker_info(); else the dataset's __len__ is too small",
+                          UserWarning, stacklevel=3)
+
     def __del__(self):
         try:
             self.close()
@@ -693,7 +746,9 @@ class _Iterator:
                 raise
             if batch is None:
                 self._ended = True
+                self._loader._in_epoch = False
                 raise StopIteration
+            self._loader._count_yielded()
         return batch
 
     def __len__(self):

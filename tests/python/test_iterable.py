@@ -4,6 +4,7 @@ collate, or the user's collate_fn); an epoch ends when every worker's iterator h
 the next epoch iterates anew."""
 
 import collections
+import warnings
 
 import pytest
 import torch
@@ -53,6 +54,35 @@ def test_len_is_the_datasets_when_it_has_one():
     assert len(gpufeed.DataLoader(Sized(23), batch_size=4, num_workers=1, drop_last=True)) == 5
     with pytest.raises(TypeError):
         len(gpufeed.DataLoader(Shards(23), batch_size=4, num_workers=1))
+
+
+class Unsharded(Sized):
+    """Every worker yields the whole dataset (the mistake torch's warning is for)."""
+
+    def __iter__(self):
+        for i in range(self.n):
+            yield torch.tensor(i), torch.tensor(i * 2.5)
+
+
+def test_more_batches_than_len_warns_once_len_was_asked():
+    loader = gpufeed.DataLoader(Unsharded(6), batch_size=None, num_workers=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # len() not asked (list() would ask): nothing to compare
+        assert sum(1 for _ in loader) == 12
+    assert len(loader) == 6
+    it = iter(loader)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(6):
+            next(it)
+    for fetched in (7, 8):
+        with pytest.warns(UserWarning, match=f"len\\(DataLoader\\) is 6 .*but {fetched} samples "
+                          "have been fetched. For multiprocessing data-loading, this"):
+            next(it)
+    batched = gpufeed.DataLoader(Unsharded(6), batch_size=3, num_workers=2)
+    assert len(batched) == 2
+    with pytest.warns(UserWarning, match="but 3 batches have been fetched"):
+        assert len(list(batched)) == 4
 
 
 def test_an_iterator_that_raises_raises_its_own_exception():

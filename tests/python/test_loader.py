@@ -243,23 +243,43 @@ def test_len_matches_torch_for_every_form_of_order():
 
 
 @pytest.mark.parametrize("worker_type", WORKER_TYPES)
-def test_a_dataset_that_grew_or_shrank_is_said_once_per_length(worker_type):
-    """gpufeed's epochs keep the length the dataset had when the loader was made (torch's
-    follow the dataset: docs/python.md, Limits): iter() says so, once per new length, instead
-    of ignoring the change; the epoch still reads every sample it was made for."""
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_len_and_the_epoch_follow_a_dataset_that_grew_or_shrank(worker_type, shuffle):
+    """As torch's DataLoader: len(loader) and the next epoch follow len(dataset); the workers
+    are made again, so worker processes read the dataset as it is now. An epoch under way
+    keeps the length it started with."""
     data = Indices(10)  # len() is data.n
-    loader = gpufeed.DataLoader(data, batch_size=4, num_workers=1, worker_type=worker_type)
-    assert indices_of(loader) == list(range(10))
-    data.n = 12
-    with pytest.warns(UserWarning, match="has 12 samples now but had 10 when this DataLoader "
-                      "was made.*make a new DataLoader to read 12"):
-        assert indices_of(loader) == list(range(10))
+    loader = gpufeed.DataLoader(data, batch_size=4, num_workers=2, worker_type=worker_type,
+                                shuffle=shuffle)
+    assert len(loader) == 3 and sorted(indices_of(loader)) == list(range(10))
+    data.n = 13
+    assert len(loader) == 4 == len(TorchLoader(data, batch_size=4))
+    assert sorted(indices_of(loader)) == list(range(13))
+    it = iter(loader)
+    first = next(it).tolist()
+    data.n = 6  # mid-epoch: this epoch reads the 13 it started with
+    assert len(loader) == 4
+    assert sorted(first + [i for b in it for i in b.tolist()]) == list(range(13))
+    assert sorted(indices_of(loader)) == list(range(6)) and len(loader) == 2
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # the same length again: said already
-        assert indices_of(loader) == list(range(10))
-    data.n = 10
-    assert indices_of(loader) == list(range(10))  # back to its length: nothing to say
+        warnings.simplefilter("error")  # following the dataset is not a warning's matter
+        data.n = 9
+        assert sorted(indices_of(loader)) == list(range(9))
     loader.close()
+
+
+def test_a_grown_dataset_keeps_the_epoch_count_and_a_sampler_follows_it():
+    data = Indices(8)
+    loader = gpufeed.DataLoader(data, batch_size=3, shuffle=True, seed=5)
+    indices_of(loader)  # epoch 0
+    data.n = 11
+    got = indices_of(loader)  # epoch 1, of 11 samples
+    reference = gpufeed.DataLoader(Indices(11), batch_size=3, shuffle=True, seed=5)
+    reference.set_epoch(1)
+    assert got == indices_of(reference)
+    sampled = gpufeed.DataLoader(data, batch_size=3, sampler=RandomSampler(data))
+    data.n = 20  # the sampler draws from 20 indices: the loader reads them all
+    assert sorted(indices_of(sampled)) == list(range(20))
 
 
 def test_a_new_iter_starts_the_next_epoch_after_a_break():
@@ -468,13 +488,28 @@ def test_batching_arguments_cannot_change_after_construction():
     loader.anything_else = 1  # other attributes are the caller's
 
 
+def test_multiprocessing_context_is_checked_as_torch_checks_it():
+    with pytest.raises(ValueError, match=r"multi-process loading \(num_workers > 0\), but got "
+                       "num_workers=0"):
+        gpufeed.DataLoader(Indices(4), multiprocessing_context="spawn")
+    with pytest.raises(ValueError, match="should specify a valid start method in .*'bad'"):
+        gpufeed.DataLoader(Indices(4), num_workers=1, multiprocessing_context="bad")
+    with pytest.raises(TypeError, match="should be a valid context object or a string"):
+        gpufeed.DataLoader(Indices(4), num_workers=1, multiprocessing_context=object())
+    context = __import__("multiprocessing").get_context("fork")
+    with gpufeed.DataLoader(Indices(4), batch_size=2, num_workers=1, worker_type="process",
+                            multiprocessing_context=context) as loader:
+        assert indices_of(loader) == [0, 1, 2, 3]
+
+
 def test_the_class_takes_a_type_argument_for_annotations():
     alias = gpufeed.DataLoader[torch.Tensor]
     assert alias.__origin__ is gpufeed.DataLoader
 
 
-def test_more_workers_than_cpus_warns():
-    with pytest.warns(UserWarning, match="more than the .* CPUs"):
+def test_more_workers_than_cpus_warns_with_torchs_phrase():
+    with pytest.warns(UserWarning, match="more than the .* CPUs.*excessive worker creation "
+                      "might get DataLoader running slow or even freeze"):
         gpufeed.DataLoader(Indices(4), num_workers=len(os.sched_getaffinity(0)) + 1,
                            worker_type="thread").close()
 
