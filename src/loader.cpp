@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "gpufeed/detail/loader_front.hpp"
+#include "gpufeed/detail/trace_recorder.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed {
@@ -36,6 +37,12 @@ template <class OnCore, class OnProbe>
 decltype(auto) either(std::unique_ptr<detail::loader_front> const& front, OnCore&& on_core,
                       OnProbe&& on_probe) {
   return in_use(front).either(std::forward<OnCore>(on_core), std::forward<OnProbe>(on_probe));
+}
+
+void expect_tracing(loader_options const& options) {
+  GPUFEED_EXPECTS(options.trace_events > 0,
+                  "write_trace: tracing is off; set loader_options::trace_events to the number "
+                  "of spans to keep (e.g. 100000)");
 }
 
 loader_options checked(dataset const* data, loader_options options) {
@@ -138,14 +145,21 @@ stats loader::snapshot() const {
   return in_use(front_).snapshot();
 }
 void loader::write_trace(std::ostream& out) const {
-  in_use(front_).core().write_trace(out);
+  // Before the first batch's layout is learned there is no core and no span yet: a trace with
+  // none, rather than a wait for a first sample that may need the caller's thread (a Python
+  // dataset's read needs the GIL the caller holds) or an order not given yet.
+  either(
+      front_, [&](auto& core) { core.write_trace(out); },
+      [&](auto&) {
+        expect_tracing(options());
+        detail::trace_recorder{1}.write(out, 0, 0);
+      });
 }
 void loader::write_trace(std::filesystem::path const& path) const {
-  auto& core = in_use(front_).core();
-  core.expect_tracing();  // before the file is created or truncated
+  expect_tracing(options());  // before the file is created or truncated
   std::ofstream file{path, std::ios::binary | std::ios::trunc};
   if (file) {
-    core.write_trace(file);
+    write_trace(file);
     file.flush();
   }
   if (!file) {

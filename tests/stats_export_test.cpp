@@ -396,6 +396,25 @@ TEST(stats_export_test, TraceKeepsAtMostTheLastSpansAsked) {
             t["otherData"]["spans_recorded"].get<std::uint64_t>());
 }
 
+TEST(stats_export_test, TraceBeforeTheFirstBatchHasNoSpansAndDoesNotWait) {
+  // With a given order and none given yet, no sample is read: the layout cannot be learned, and
+  // write_trace must not wait for it.
+  auto data = std::make_shared<gpufeed::test::echo_dataset>(100);
+  gpufeed::loader loader{
+      data,
+      {.batch_size = 8, .workers = 1, .order = gpufeed::sample_order::given, .trace_events = 100}};
+  auto const t = trace_of(loader);
+  ASSERT_TRUE(t["traceEvents"].is_array());
+  for (auto const& e : t["traceEvents"]) {
+    EXPECT_EQ(e["ph"].get<std::string>(), "M") << e.dump();
+  }
+  EXPECT_EQ(t["otherData"]["spans_kept"].get<std::size_t>(), 0U);
+  gpufeed::loader untraced{data,
+                           {.batch_size = 8, .workers = 1, .order = gpufeed::sample_order::given}};
+  std::ostringstream out;
+  EXPECT_THROW(untraced.write_trace(out), gpufeed::logic_error);
+}
+
 TEST(stats_export_test, TraceIsOffByDefaultAndWritesToAFile) {
   auto data = std::make_shared<gpufeed::test::echo_dataset>(100);
   {

@@ -146,7 +146,8 @@ class loader {
 
   /// @brief Writes the stage spans recorded so far (the last `loader_options::trace_events`) as
   /// a Trace Event Format JSON object, which chrome://tracing and ui.perfetto.dev open: one
-  /// track per worker and one for the consumer. Safe from any thread, while the loader runs.
+  /// track per worker and one for the consumer. Safe from any thread, while the loader runs;
+  /// never waits (before the first batch's layout is learned, the trace has no spans).
   /// @throws logic_error when `loader_options::trace_events` is 0 (tracing is off).
   void write_trace(std::ostream& out) const;
   /// @brief As `write_trace(std::ostream&)`, into the file at `path` (replaced if it exists).

@@ -1,4 +1,8 @@
-"""gpufeed's exceptions. Bad arguments raise ValueError; these carry what went wrong in a run."""
+"""gpufeed's exceptions. Bad arguments raise ValueError; these carry what went wrong in a run.
+
+Each can be made from its message alone, as Python's own exceptions can: pickle (a process
+pool, torch.multiprocessing) and code that rebuilds an exception from its type and message
+(``type(e)(str(e))``) work; the attributes then are None unless pickle restores them."""
 
 from collections import namedtuple
 
@@ -18,7 +22,7 @@ class SampleError(RuntimeError):
     own exception, with its traceback, when the dataset is written in Python.
     """
 
-    def __init__(self, message, index, epoch, file=None, worker=None, failures=()):
+    def __init__(self, message, index=None, epoch=None, file=None, worker=None, failures=()):
         super().__init__(message)
         self.index = index
         self.epoch = epoch
@@ -31,7 +35,7 @@ class SampleError(RuntimeError):
 class LoaderTimeoutError(RuntimeError, TimeoutError):
     """A batch did not arrive within ``timeout`` seconds; ``index`` is the late sample."""
 
-    def __init__(self, message, index):
+    def __init__(self, message, index=None):
         super().__init__(message)
         self.index = index
 
@@ -39,7 +43,7 @@ class LoaderTimeoutError(RuntimeError, TimeoutError):
 class FileError(OSError):
     """A file a dataset needs could not be read; ``path`` names it."""
 
-    def __init__(self, message, path):
+    def __init__(self, message, path=None):
         super().__init__(message)
         self.path = path
 

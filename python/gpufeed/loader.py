@@ -21,7 +21,7 @@ import numpy as np
 
 from . import _gpufeed, _workers
 from ._assemble import StepInfo, build, text_fields, unbatched
-from .errors import WorkerError
+from .errors import LoaderTimeoutError, WorkerError
 
 try:  # torch is optional: without it, batches are numpy arrays
     import torch
@@ -104,13 +104,15 @@ class Diagnosis(tuple):
         return self.sentence
 
 
-def _check_context(multiprocessing_context, num_workers):
-    """torch's checks of multiprocessing_context, with the phrases of its messages."""
+def _check_context(multiprocessing_context, num_workers, worker_type):
+    """torch's checks of multiprocessing_context, with the phrases of its messages. gpufeed
+    reads in one worker process with num_workers=0 when worker_type='process' asks for it."""
     if multiprocessing_context is None:
         return
-    if num_workers == 0:
+    if num_workers == 0 and worker_type != "process":
         raise ValueError("multiprocessing_context chooses how worker processes start, so it "
-                         "needs multi-process loading (num_workers > 0), but got num_workers=0")
+                         "needs multi-process loading (num_workers > 0), but got num_workers=0 "
+                         "(or pass worker_type='process': one worker process)")
     if isinstance(multiprocessing_context, str):
         methods = multiprocessing.get_all_start_methods()
         if multiprocessing_context not in methods:
@@ -231,18 +233,18 @@ class DataLoader:
                 raise ValueError("batch_size=None option disables auto-batching and is mutually "
                                  "exclusive with drop_last")
             batch_size = 1
+        if sampler is not None and shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle")
         if batch_sampler is not None:
             if batch_size != 1 or shuffle or sampler is not None or drop_last:
                 raise ValueError("batch_sampler option is mutually exclusive with batch_size, "
                                  "shuffle, sampler, and drop_last")
         else:
             _positive_int("batch_size", batch_size)
-        if sampler is not None and shuffle:
-            raise ValueError("sampler option is mutually exclusive with shuffle")
         if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError("num_workers option should be non-negative; use num_workers=0 to "
                              "disable multiprocessing.")
-        _check_context(multiprocessing_context, num_workers)
+        _check_context(multiprocessing_context, num_workers, worker_type)
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
         if cores and num_workers > cores:
             # The phrase torch's warning has, so that filters written for it match this one.
@@ -453,7 +455,8 @@ class DataLoader:
         self.step_info = None
         # A map-style Python dataset's length the workers and the plan are made for.
         self._made_length = len(dataset) if python_dataset and not self._iterable else None
-        # An iterable dataset's len(loader), once asked: more batches than that are warned of.
+        # An iterable dataset's len(), once len(loader) has asked it: more batches than that
+        # (each holds a sample at least) are warned of.
         self._length_asked = None
         self._yielded = 0
         self._arguments = arguments
@@ -499,10 +502,9 @@ class DataLoader:
 
     def __len__(self):
         if self._iterable:  # as torch: from the dataset's own __len__, when it has one
-            n = len(self.dataset)
+            n = self._length_asked = len(self.dataset)
             if not self._unbatched:
                 n = n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
-            self._length_asked = n
             return n
         if not self._in_epoch:
             self._follow_length()
@@ -701,18 +703,27 @@ class DataLoader:
                      lambda field: self._native_dataset.texts(raw, field))
 
     def _count_yielded(self):
-        """Warns, as torch does, when an iterable dataset gives more batches than the len() the
-        caller was told: its workers probably each yield the whole dataset."""
+        """Warns, as torch does, when an iterable dataset gives more batches than the samples
+        its __len__ promised (len(loader) having asked it): every worker probably yields the
+        whole dataset."""
         self._yielded += 1
         if self._length_asked is not None and self._yielded > self._length_asked:
-            unit = "samples" if self._unbatched else "batches"
-            # The phrases torch's warning has, so that filters written for it match this one.
-            warnings.warn(f"len(DataLoader) is {self._length_asked} (from the IterableDataset's "
-                          f"__len__), but {self._yielded} {unit} have been fetched. For "
-                          "multiprocessing data-loading, this usually means that every worker "
-                          "yields the whole dataset: shard it in __iter__ with "
-                          "get_worker_info(); else the dataset's __len__ is too small",
-                          UserWarning, stacklevel=3)
+            # A batch of one is a sample. The phrases are torch's, so that filters written for
+            # its warning match this one.
+            unit = "samples" if self._unbatched or self.batch_size == 1 else "batches"
+            warnings.warn(f"the IterableDataset's __len__ is {self._length_asked}, but "
+                          f"{self._yielded} {unit} have been fetched. For multiprocessing "
+                          "data-loading, this usually means that every worker yields the whole "
+                          "dataset: shard it in __iter__ with get_worker_info(); else __len__ "
+                          "is too small", UserWarning, stacklevel=3)
+
+    def _timed_out(self, error):
+        """A LoaderTimeoutError that says first what torch's says, then which sample is late."""
+        detail = str(error)
+        if detail.startswith("gpufeed: "):
+            detail = detail[len("gpufeed: "):]
+        return LoaderTimeoutError(f"DataLoader timed out after {self.timeout:g} seconds: "
+                                  f"{detail}", error.index)
 
     def __del__(self):
         try:
@@ -744,6 +755,8 @@ class _Iterator:
             except WorkerError as e:
                 self._loader._explain(e)
                 raise
+            except LoaderTimeoutError as e:
+                raise self._loader._timed_out(e) from None
             if batch is None:
                 self._ended = True
                 self._loader._in_epoch = False

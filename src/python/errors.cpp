@@ -1,9 +1,11 @@
 #include "errors.hpp"
 
 #include <stdexcept>
+#include <string>
 
 #include "gpufeed/error.hpp"
 #include "python_error.hpp"
+#include "python_terms.hpp"
 #include "workers/process_dataset.hpp"
 
 namespace gpufeed::python {
@@ -11,6 +13,11 @@ namespace gpufeed::python {
 namespace py = pybind11;
 
 namespace {
+
+// What `e` says, in the words of the Python DataLoader's arguments.
+std::string said(std::exception const& e) {
+  return in_python_terms(e.what());
+}
 
 py::object error_class(char const* name) {
   return py::module_::import("gpufeed.errors").attr(name);
@@ -50,7 +57,7 @@ py::object sample_error_of(sample_error const& e, PyObject* cause) {
     failures.append(py::make_tuple(f.index, f.epoch, file_or_none(f.file), f.worker, f.message));
   }
   auto exception =
-      type(e.what(), e.index(), e.epoch(), file_or_none(e.file()), e.worker(), failures);
+      type(said(e), e.index(), e.epoch(), file_or_none(e.file()), e.worker(), failures);
   if (cause != nullptr) {
     Py_INCREF(cause);
     PyException_SetCause(exception.ptr(), cause);  // steals the new reference
@@ -68,9 +75,9 @@ void raise_sample_error(sample_error const& e) {
     std::rethrow_if_nested(e);
   } catch (python_error const& original) {
     exception = py::reinterpret_steal<py::object>(original.exception());
-    add_note(exception, e.what());
+    add_note(exception, said(e));
   } catch (workers::remote_python_error const& original) {
-    exception = rebuilt(original.pickled(), e.what());
+    exception = rebuilt(original.pickled(), said(e));
   } catch (...) {
   }
   if (!exception) {
@@ -100,7 +107,7 @@ void register_exception_translation() {
       raise_sample_error(e);
     } catch (python_worker_error const& e) {
       py::object const exception = py::reinterpret_steal<py::object>(e.original().exception());
-      add_note(exception, e.what());
+      add_note(exception, said(e));
       raise_object(exception);
     } catch (workers::remote_worker_error const& e) {
       raise_object(rebuilt(e.pickled(),
@@ -108,19 +115,19 @@ void register_exception_translation() {
                            "loader stopped"));
     } catch (worker_error const& e) {
       auto const type = error_class("WorkerError");
-      raise(type, type(e.what()));
+      raise(type, type(said(e)));
     } catch (timeout_error const& e) {
       auto const type = error_class("LoaderTimeoutError");
-      raise(type, type(e.what(), e.index()));
+      raise(type, type(said(e), e.index()));
     } catch (file_error const& e) {
       auto const type = error_class("FileError");
-      raise(type, type(e.what(), e.path()));
+      raise(type, type(said(e), e.path()));
     } catch (out_of_memory const& e) {
-      PyErr_SetString(PyExc_MemoryError, e.what());
+      PyErr_SetString(PyExc_MemoryError, said(e).c_str());
     } catch (logic_error const& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
+      PyErr_SetString(PyExc_ValueError, said(e).c_str());
     } catch (std::invalid_argument const& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
+      PyErr_SetString(PyExc_ValueError, said(e).c_str());
     }
   });
 }

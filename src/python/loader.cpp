@@ -237,7 +237,8 @@ void bind_loader(py::module_& m) {
           [](py_loader& l) { return l.query([](loader& x) { return x.samples_per_epoch(); }); })
       .def_property_readonly(
           "batch_bytes",
-          [](py_loader& l) { return l.query([](loader& x) { return x.batch_bytes(); }); })
+          // Waits for the layout, which a Python dataset's first read (needing the GIL) gives.
+          [](py_loader& l) { return l.as_consumer([](loader& x) { return x.batch_bytes(); }); })
       .def_property_readonly("resolved",
                              [](py_loader& l) {
                                return l.query([](loader& x) {

@@ -1,6 +1,7 @@
 """Bad arguments, failing samples, skips, layouts gpufeed cannot batch, and timeouts."""
 
 import os
+import pickle
 import time
 import traceback
 
@@ -246,9 +247,36 @@ def test_the_timeout_covers_the_first_batch(worker_type):
     # the timeout counts from the first.
     loader = gpufeed.DataLoader(SlowFirst(), batch_size=2, num_workers=1, timeout=0.5,
                                 worker_type=worker_type)
-    with pytest.raises(TimeoutError):  # without it, the batch would come after 8 s
+    with pytest.raises(TimeoutError) as caught:  # without it, the batch would come after 8 s
         next(iter(loader))
+    # torch's words first (code matching them keeps working), then gpufeed's account, which
+    # names the DataLoader's argument, not the C++ option.
+    assert str(caught.value).startswith("DataLoader timed out after 0.5 seconds: ")
+    assert "within timeout (500 ms)" in str(caught.value)
+    assert "loader_options" not in str(caught.value)
     loader.close()
+
+
+@pytest.mark.parametrize("error", [
+    gpufeed.LoaderTimeoutError("late", 7), gpufeed.FileError("missing", "/data/x.h5"),
+    gpufeed.SampleError("bad", 3, 1, "/data/x.h5", 0), gpufeed.WorkerError("worker 1 died")])
+def test_gpufeeds_exceptions_pickle_and_rebuild_from_their_message(error):
+    """A process pool or torch.multiprocessing pickles an exception to send it on; code that
+    wraps errors rebuilds one with type(e)(str(e)). Both work, attributes kept by pickle."""
+    again = pickle.loads(pickle.dumps(error))
+    assert type(again) is type(error) and str(again) == str(error)
+    assert vars(again) == vars(error)
+    assert str(type(error)(str(error))) == str(error)
+
+
+def test_errors_from_the_core_name_the_dataloaders_arguments():
+    """C++ option names (loader_options::prefetch_depth, gpufeed::auto_depth) and the
+    precondition's source location never reach a Python user's message."""
+    with pytest.raises(ValueError) as caught:
+        gpufeed.DataLoader(Indices(8), prefetch_depth=0, worker_type="thread")
+    message = str(caught.value)
+    assert "prefetch_depth=0 is out of range" in message and "'auto'" in message
+    assert "loader_options" not in message and "::" not in message and "failed at" not in message
 
 
 def test_missing_files_raise_file_error():

@@ -64,7 +64,9 @@ class Unsharded(Sized):
             yield torch.tensor(i), torch.tensor(i * 2.5)
 
 
-def test_more_batches_than_len_warns_once_len_was_asked():
+def test_more_batches_than_len_promised_samples_warns_once_len_was_asked():
+    """torch's rule: once len(loader) has asked the dataset's __len__, more batches than those
+    samples (each batch holds one at least) means workers repeat the dataset."""
     loader = gpufeed.DataLoader(Unsharded(6), batch_size=None, num_workers=2)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # len() not asked (list() would ask): nothing to compare
@@ -76,13 +78,18 @@ def test_more_batches_than_len_warns_once_len_was_asked():
         for _ in range(6):
             next(it)
     for fetched in (7, 8):
-        with pytest.warns(UserWarning, match=f"len\\(DataLoader\\) is 6 .*but {fetched} samples "
-                          "have been fetched. For multiprocessing data-loading, this"):
+        with pytest.warns(UserWarning, match=f"__len__ is 6, but {fetched} samples have been "
+                          "fetched. For multiprocessing data-loading, this"):
             next(it)
-    batched = gpufeed.DataLoader(Unsharded(6), batch_size=3, num_workers=2)
+    batched = gpufeed.DataLoader(Unsharded(4), batch_size=2, num_workers=3)
     assert len(batched) == 2
-    with pytest.warns(UserWarning, match="but 3 batches have been fetched"):
-        assert len(list(batched)) == 4
+    with pytest.warns(UserWarning, match="__len__ is 4, but 5 batches have been fetched"):
+        assert len(list(batched)) == 6
+    sharded = gpufeed.DataLoader(Sized(22), batch_size=4, num_workers=4)
+    assert len(sharded) == 6
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # 4 short last batches: 8 batches, but 22 samples
+        assert len(list(sharded)) == 8
 
 
 def test_an_iterator_that_raises_raises_its_own_exception():

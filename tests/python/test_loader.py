@@ -496,10 +496,44 @@ def test_multiprocessing_context_is_checked_as_torch_checks_it():
         gpufeed.DataLoader(Indices(4), num_workers=1, multiprocessing_context="bad")
     with pytest.raises(TypeError, match="should be a valid context object or a string"):
         gpufeed.DataLoader(Indices(4), num_workers=1, multiprocessing_context=object())
+    with gpufeed.DataLoader(Indices(4), batch_size=2, worker_type="process",
+                            multiprocessing_context="spawn") as loader:  # one process, asked for
+        assert loader._workers.start_method == "spawn"
     context = __import__("multiprocessing").get_context("fork")
     with gpufeed.DataLoader(Indices(4), batch_size=2, num_workers=1, worker_type="process",
                             multiprocessing_context=context) as loader:
         assert indices_of(loader) == [0, 1, 2, 3]
+
+
+def test_sampler_and_shuffle_is_refused_before_batch_sampler_as_torch_orders_its_checks():
+    data = Indices(10)
+    sampler = SequentialSampler(data)
+    with pytest.raises(ValueError, match="^sampler option is mutually exclusive with shuffle"):
+        gpufeed.DataLoader(data, batch_sampler=BatchSampler(sampler, 3, False), sampler=sampler,
+                           shuffle=True)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+@pytest.mark.parametrize("sampled", [False, True])
+def test_write_trace_before_the_first_batch_returns_at_once(tmp_path, worker_type, sampled):
+    """Before the first batch there is no span to write: the trace has none, at once, rather
+    than waiting for a first sample that a worker thread reads only with the GIL the caller
+    holds, or for a sampler's order that iter() has not drawn yet."""
+    import json
+
+    data = Indices(16)
+    loader = gpufeed.DataLoader(data, batch_size=4, num_workers=1, worker_type=worker_type,
+                                trace_events=1000,
+                                sampler=RandomSampler(data) if sampled else None)
+    loader.write_trace(tmp_path / "before.json")
+    before = json.loads((tmp_path / "before.json").read_text())
+    assert [e for e in before["traceEvents"] if e["ph"] == "X"] == []
+    assert sorted(indices_of(loader)) == list(range(16))
+    loader.write_trace(tmp_path / "after.json")
+    after = json.loads((tmp_path / "after.json").read_text())
+    assert any(e["name"] == "consumer wait" for e in after["traceEvents"])
+    loader.close()
 
 
 def test_the_class_takes_a_type_argument_for_annotations():
