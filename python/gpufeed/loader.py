@@ -607,8 +607,8 @@ class DataLoader:
         workers (which copy the dataset as it is now), the ring and the plan are made again for
         its new length, between epochs. The epoch count, a pending load_state_dict and the
         iterator carry over."""
-        if self._made_length is None:
-            return
+        if self._made_length is None or self._core is None or self._core.closed:
+            return  # a closed loader stays closed
         try:
             length = len(self.dataset)
         except TypeError:

@@ -266,6 +266,10 @@ def test_len_and_the_epoch_follow_a_dataset_that_grew_or_shrank(worker_type, shu
         data.n = 9
         assert sorted(indices_of(loader)) == list(range(9))
     loader.close()
+    data.n = 20
+    with pytest.raises(ValueError, match="closed"):
+        next(iter(loader))
+    assert loader._core.closed  # not made again (no workers started) for the new length
 
 
 def test_a_grown_dataset_keeps_the_epoch_count_and_a_sampler_follows_it():
