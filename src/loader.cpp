@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "gpufeed/detail/loader_front.hpp"
+#include "gpufeed/detail/loader_metrics.hpp"
 #include "gpufeed/detail/trace_recorder.hpp"
 #include "gpufeed/error.hpp"
 
@@ -37,12 +38,6 @@ template <class OnCore, class OnProbe>
 decltype(auto) either(std::unique_ptr<detail::loader_front> const& front, OnCore&& on_core,
                       OnProbe&& on_probe) {
   return in_use(front).either(std::forward<OnCore>(on_core), std::forward<OnProbe>(on_probe));
-}
-
-void expect_tracing(loader_options const& options) {
-  GPUFEED_EXPECTS(options.trace_events > 0,
-                  "write_trace: tracing is off; set loader_options::trace_events to the number "
-                  "of spans to keep (e.g. 100000)");
 }
 
 loader_options checked(dataset const* data, loader_options options) {
@@ -151,12 +146,12 @@ void loader::write_trace(std::ostream& out) const {
   either(
       front_, [&](auto& core) { core.write_trace(out); },
       [&](auto&) {
-        expect_tracing(options());
+        detail::expect_tracing(options().trace_events);
         detail::trace_recorder{1}.write(out, 0, 0);
       });
 }
 void loader::write_trace(std::filesystem::path const& path) const {
-  expect_tracing(options());  // before the file is created or truncated
+  detail::expect_tracing(options().trace_events);  // before the file is created or truncated
   std::ofstream file{path, std::ios::binary | std::ios::trunc};
   if (file) {
     write_trace(file);

@@ -451,7 +451,6 @@ class DataLoader:
         self._next_epoch = 0
         self._resume = None
         self._iterator = None
-        self._in_epoch = False  # an epoch started and not yet ended
         self.step_info = None
         # A map-style Python dataset's length the workers and the plan are made for.
         self._made_length = len(dataset) if python_dataset and not self._iterable else None
@@ -506,7 +505,7 @@ class DataLoader:
             if not self._unbatched:
                 n = n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
             return n
-        if not self._in_epoch:
+        if not self._in_epoch():
             self._follow_length()
         if self._given == "batch_sampler":
             return len(self.batch_sampler)
@@ -602,6 +601,11 @@ class DataLoader:
         indices = np.fromiter(iter(self.sampler), dtype=np.int64)
         return indices, None
 
+    def _in_epoch(self):
+        """Whether an epoch's iterator is alive and not yet at its end."""
+        iterator = self._iterator() if self._iterator is not None else None
+        return iterator is not None and not iterator._ended
+
     def _follow_length(self):
         """Follows a map-style dataset that grew or shrank, as torch's DataLoader does: the
         workers (which copy the dataset as it is now), the ring and the plan are made again for
@@ -626,7 +630,6 @@ class DataLoader:
 
     def _start_epoch(self):
         self._follow_length()
-        self._in_epoch = True
         self._yielded = 0
         self.step_info = None
         self._workers_ended = set()  # an iterable dataset's workers whose iterators ended
@@ -759,9 +762,9 @@ class _Iterator:
                 raise self._loader._timed_out(e) from None
             if batch is None:
                 self._ended = True
-                self._loader._in_epoch = False
                 raise StopIteration
-            self._loader._count_yielded()
+            if self._loader._iterable:
+                self._loader._count_yielded()
         return batch
 
     def __len__(self):

@@ -100,7 +100,6 @@ class loader_core final : public lease_owner,
   /// @throws logic_error when loader_options::trace_events is 0.
   void write_trace(std::ostream& out) const { metrics_.write_trace(out); }
   /// @throws logic_error (as write_trace) when loader_options::trace_events is 0.
-  void expect_tracing() const { metrics_.expect_tracing(); }
 
   [[nodiscard]] slot_layout const& layout() const noexcept { return layout_; }
   /// The sizes of the consumer's epoch's plan (for a given order: zeros until one is given).

@@ -51,6 +51,10 @@ struct consumer_wait {
   cursor at;
 };
 
+/// @throws logic_error when `trace_events` (loader_options::trace_events) is 0, saying how to
+/// turn tracing on.
+void expect_tracing(std::size_t trace_events);
+
 class loader_metrics {
  public:
   /// `threads` workers; `trace_events` spans kept for write_trace (0: none); the first
@@ -97,7 +101,7 @@ class loader_metrics {
   /// current state or settings, which the loader adds).
   void add_to(stats& out) const;
   /// @throws logic_error when tracing is off, saying how to turn it on.
-  void expect_tracing() const;
+  void expect_tracing() const { detail::expect_tracing(trace_ != nullptr ? 1U : 0U); }
   /// Writes the spans kept as Trace Event Format JSON. @throws as expect_tracing().
   void write_trace(std::ostream& out) const;
 

@@ -198,8 +198,8 @@ void loader_metrics::add_to(stats& out) const {
   out.ring_history_interval_s = seconds(ring_interval_ns_);
 }
 
-void loader_metrics::expect_tracing() const {
-  GPUFEED_EXPECTS(trace_ != nullptr,
+void expect_tracing(std::size_t trace_events) {
+  GPUFEED_EXPECTS(trace_events > 0,
                   "write_trace: tracing is off; set loader_options::trace_events to the number of "
                   "spans to keep (e.g. 100000)");
 }
