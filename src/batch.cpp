@@ -3,8 +3,8 @@
 #include <string>
 #include <utility>
 
-#include "gpufeed/detail/device_layout.hpp"
-#include "gpufeed/detail/lease.hpp"
+#include "core/device/device_layout.hpp"
+#include "core/ring/lease.hpp"
 #include "gpufeed/detail/slot_layout.hpp"
 #include "gpufeed/error.hpp"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "gpufeed/detail/checked_math.hpp"
+#include "core/checked_math.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed {

@@ -5,9 +5,9 @@
 #include <string>
 #include <utility>
 
-#include "gpufeed/detail/loader_front.hpp"
-#include "gpufeed/detail/loader_metrics.hpp"
-#include "gpufeed/detail/trace_recorder.hpp"
+#include "core/loader_front.hpp"
+#include "core/metrics/loader_metrics.hpp"
+#include "core/metrics/trace_recorder.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed {

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "gpufeed/detail/checked_math.hpp"
+#include "core/checked_math.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed {

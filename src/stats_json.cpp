@@ -6,7 +6,7 @@
 #include <ostream>
 #include <utility>
 
-#include "gpufeed/detail/json_text.hpp"
+#include "core/metrics/json_text.hpp"
 #include "gpufeed/diagnosis.hpp"
 #include "gpufeed/error.hpp"
 

@@ -1,7 +1,7 @@
-// Sizes multiplied and added with a check (gpufeed/detail/checked_math.hpp): an overflow is a
+// Sizes multiplied and added with a check (src/core/checked_math.hpp): an overflow is a
 // logic_error naming what was sized, both operands, and the line of the caller that sized it.
 
-#include "gpufeed/detail/checked_math.hpp"
+#include "core/checked_math.hpp"
 
 #include <gtest/gtest.h>
 

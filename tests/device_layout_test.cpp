@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "gpufeed/detail/device_layout.hpp"
+#include "core/device/device_layout.hpp"
 #include "gpufeed/gpufeed.hpp"
 #include "support/test_datasets.hpp"
 #if GPUFEED_WITH_CUDA

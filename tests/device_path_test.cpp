@@ -15,14 +15,14 @@
 #include <utility>
 #include <vector>
 
-#include "gpufeed/detail/batch_fill.hpp"
-#include "gpufeed/detail/device_layout.hpp"
-#include "gpufeed/detail/device_path.hpp"
-#include "gpufeed/detail/epoch_source.hpp"
-#include "gpufeed/detail/loader_core.hpp"
-#include "gpufeed/detail/loader_metrics.hpp"
-#include "gpufeed/detail/ring.hpp"
-#include "gpufeed/detail/ring_memory.hpp"
+#include "core/workers/batch_fill.hpp"
+#include "core/device/device_layout.hpp"
+#include "core/device/device_path.hpp"
+#include "core/epochs/epoch_source.hpp"
+#include "core/loader_core.hpp"
+#include "core/metrics/loader_metrics.hpp"
+#include "core/ring/ring.hpp"
+#include "core/ring/ring_memory.hpp"
 #include "support/test_datasets.hpp"
 
 #if defined(GPUFEED_WITH_CUDA)

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "hdf5_chunk_cache.hpp"
+#include "datasets/hdf5_chunk_cache.hpp"
 
 namespace {
 

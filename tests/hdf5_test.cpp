@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "gpufeed/datasets/hdf5.hpp"
-#include "gpufeed/detail/hdf5_filters.hpp"
+#include "datasets/hdf5_filters.hpp"
 #include "gpufeed/detail/slot_layout.hpp"
 #include "gpufeed/gpufeed.hpp"
 #include "support/test_datasets.hpp"

@@ -9,10 +9,9 @@ if(CMAKE_CXX_COMPILER_ID MATCHES "Clang" AND NOT GPUFEED_SANITIZE STREQUAL "thre
   add_executable(hdf5_open_fuzz fuzz/hdf5_open_fuzz.cpp)
   target_compile_options(hdf5_open_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)
   target_link_options(hdf5_open_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)
-  target_link_libraries(hdf5_open_fuzz PRIVATE gpufeed::gpufeed HDF5::HDF5)
+  target_link_libraries(hdf5_open_fuzz PRIVATE gpufeed::gpufeed gpufeed_internals HDF5::HDF5)
   gpufeed_set_warnings(hdf5_open_fuzz)
 endif()
 
 # The chunk cache on its own (a private header of src/datasets).
 gpufeed_add_suite(hdf5_chunk_cache)
-target_include_directories(hdf5_chunk_cache_test PRIVATE ${PROJECT_SOURCE_DIR}/src/datasets)

@@ -24,7 +24,7 @@
 #include "gpufeed/datasets/file_list.hpp"
 #include "gpufeed/datasets/image_folder.hpp"
 #include "gpufeed/detail/image_pipeline.hpp"
-#include "gpufeed/detail/jpeg_decode.hpp"
+#include "image/decode/jpeg_decode.hpp"
 #include "gpufeed/detail/slot_layout.hpp"
 #include "gpufeed/gpufeed.hpp"
 #include "support/gdal_tsan_suppression.hpp"

@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "gpufeed/detail/image_jitter.hpp"
+#include "image/jitter/image_jitter.hpp"
 
 namespace {
 

@@ -17,7 +17,7 @@ if(CMAKE_CXX_COMPILER_ID MATCHES "Clang" AND NOT GPUFEED_SANITIZE STREQUAL "thre
   add_executable(image_decode_fuzz fuzz/image_decode_fuzz.cpp)
   target_compile_options(image_decode_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)
   target_link_options(image_decode_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)
-  target_link_libraries(image_decode_fuzz PRIVATE gpufeed::gpufeed opencv_core opencv_imgcodecs
+  target_link_libraries(image_decode_fuzz PRIVATE gpufeed::gpufeed gpufeed_internals opencv_core opencv_imgcodecs
                                                   opencv_imgproc)
   gpufeed_set_warnings(image_decode_fuzz)
 endif()

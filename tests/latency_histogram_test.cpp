@@ -1,6 +1,6 @@
 // latency_histogram: the log-scale histogram behind stats' per-stage percentiles.
 
-#include "gpufeed/detail/latency_histogram.hpp"
+#include "core/metrics/latency_histogram.hpp"
 
 #include <gtest/gtest.h>
 

@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-#include "gpufeed/detail/host_resources.hpp"
+#include "core/host_resources.hpp"
 #include "gpufeed/gpufeed.hpp"
 #include "support/test_datasets.hpp"
 

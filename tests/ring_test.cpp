@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "gpufeed/detail/epoch_source.hpp"
-#include "gpufeed/detail/ring.hpp"
-#include "gpufeed/detail/ring_memory.hpp"
+#include "core/epochs/epoch_source.hpp"
+#include "core/ring/ring.hpp"
+#include "core/ring/ring_memory.hpp"
 #include "gpufeed/detail/slot_layout.hpp"
 #include "support/test_datasets.hpp"
 

@@ -2,7 +2,7 @@
 // own thread, in order, never on the thread that posts it; drain() waits for what was posted;
 // the queue's destruction runs what is left.
 
-#include "gpufeed/detail/teardown_queue.hpp"
+#include "core/device/teardown_queue.hpp"
 
 #include <gtest/gtest.h>
 

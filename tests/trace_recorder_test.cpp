@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "gpufeed/detail/trace_recorder.hpp"
+#include "core/metrics/trace_recorder.hpp"
 
 namespace {
 

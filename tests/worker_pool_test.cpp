@@ -5,7 +5,7 @@
 // autotune_test.FastReaderAndSlowConsumerDoNotGrowWorkers under ThreadSanitizer (workers 2 -> 1,
 // then 16 free slots and no worker taking one).
 
-#include "gpufeed/detail/worker_pool.hpp"
+#include "core/workers/worker_pool.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@
 #include <mutex>
 #include <thread>
 
-#include "gpufeed/detail/slot.hpp"
+#include "core/ring/slot.hpp"
 
 namespace {
 

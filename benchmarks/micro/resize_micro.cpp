@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "gpufeed/detail/image_resize.hpp"
+#include "image/resample/image_resize.hpp"
 
 namespace {
 

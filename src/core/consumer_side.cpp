@@ -1,12 +1,12 @@
-#include "gpufeed/detail/consumer_side.hpp"
+#include "core/consumer_side.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <string>
 
-#include "gpufeed/detail/nvtx.hpp"
-#include "gpufeed/detail/units.hpp"
+#include "core/nvtx.hpp"
+#include "core/units.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/log.hpp"
 

@@ -1,4 +1,4 @@
-#include "gpufeed/detail/host_resources.hpp"
+#include "core/host_resources.hpp"
 
 #include <sched.h>
 #include <unistd.h>

@@ -1,12 +1,12 @@
-#include "gpufeed/detail/loader_core.hpp"
+#include "core/loader_core.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <string>
 #include <utility>
 
-#include "gpufeed/detail/plan_log.hpp"
-#include "gpufeed/detail/units.hpp"
+#include "core/plan_log.hpp"
+#include "core/units.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/log.hpp"
 

@@ -1,10 +1,10 @@
-#include "gpufeed/detail/loader_front.hpp"
+#include "core/loader_front.hpp"
 
 #include <algorithm>
 #include <string>
 #include <utility>
 
-#include "gpufeed/detail/autotuner.hpp"
+#include "core/tuning/autotuner.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail {

@@ -1,11 +1,11 @@
-#include "gpufeed/detail/plan_log.hpp"
+#include "core/plan_log.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <string>
 
-#include "gpufeed/detail/checked_math.hpp"
-#include "gpufeed/detail/units.hpp"
+#include "core/checked_math.hpp"
+#include "core/units.hpp"
 #include "gpufeed/log.hpp"
 
 namespace gpufeed::detail {

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "gpufeed/cuda/error.hpp"
-#include "gpufeed/detail/units.hpp"
+#include "core/units.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::cuda {

@@ -6,7 +6,7 @@
 #include <cuda_fp16.h>
 
 #include "gpufeed/cuda/error.hpp"
-#include "gpufeed/detail/transform_kernel.hpp"
+#include "cuda/transform_kernel.hpp"
 
 namespace gpufeed::detail {
 

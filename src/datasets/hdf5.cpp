@@ -21,8 +21,8 @@
 #include <utility>
 #include <vector>
 
-#include "gpufeed/detail/checked_math.hpp"
-#include "gpufeed/detail/hdf5_filters.hpp"
+#include "core/checked_math.hpp"
+#include "datasets/hdf5_filters.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/log.hpp"
 #include "hdf5_field.hpp"

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "gpufeed/detail/hdf5_filters.hpp"
+#include "datasets/hdf5_filters.hpp"
 
 namespace gpufeed::detail {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-#include "gpufeed/detail/json_text.hpp"
+#include "core/metrics/json_text.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/log.hpp"
 #include "gpufeed/observe/detail/nvml.hpp"

@@ -3,7 +3,7 @@
 #include <sys/resource.h>
 #include <time.h>  // NOLINT(modernize-deprecated-headers): clock_gettime is POSIX, not <ctime>
 
-#include "gpufeed/detail/host_resources.hpp"
+#include "core/host_resources.hpp"
 #include "gpufeed/observe/proc_stat.hpp"
 
 namespace gpufeed::observe {

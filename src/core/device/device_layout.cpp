@@ -1,8 +1,8 @@
-#include "gpufeed/detail/device_layout.hpp"
+#include "core/device/device_layout.hpp"
 
 #include <string>
 
-#include "gpufeed/detail/checked_math.hpp"
+#include "core/checked_math.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail {

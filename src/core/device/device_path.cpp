@@ -1,4 +1,4 @@
-#include "gpufeed/detail/device_path.hpp"
+#include "core/device/device_path.hpp"
 
 #include <exception>
 #include <stdexcept>

@@ -1,6 +1,6 @@
 // Built when gpufeed is compiled without CUDA: placement::cuda is refused with the reason.
 
-#include "gpufeed/detail/device_stage.hpp"
+#include "core/device/device_stage.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail {

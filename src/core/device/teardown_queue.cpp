@@ -1,4 +1,4 @@
-#include "gpufeed/detail/teardown_queue.hpp"
+#include "core/device/teardown_queue.hpp"
 
 #include <atomic>
 #include <exception>

@@ -1,4 +1,4 @@
-#include "gpufeed/detail/epoch_source.hpp"
+#include "core/epochs/epoch_source.hpp"
 
 #include <string>
 #include <utility>

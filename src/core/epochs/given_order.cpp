@@ -1,4 +1,4 @@
-#include "gpufeed/detail/given_order.hpp"
+#include "core/epochs/given_order.hpp"
 
 #include <cstdint>
 #include <numeric>

@@ -1,4 +1,4 @@
-#include "gpufeed/detail/json_text.hpp"
+#include "core/metrics/json_text.hpp"
 
 #include <cmath>
 #include <cstddef>

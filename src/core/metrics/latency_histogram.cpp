@@ -1,4 +1,4 @@
-#include "gpufeed/detail/latency_histogram.hpp"
+#include "core/metrics/latency_histogram.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,11 +1,11 @@
-#include "gpufeed/detail/loader_metrics.hpp"
+#include "core/metrics/loader_metrics.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <vector>
 
-#include "gpufeed/detail/units.hpp"
+#include "core/units.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/log.hpp"
 

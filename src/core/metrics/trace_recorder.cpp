@@ -1,4 +1,4 @@
-#include "gpufeed/detail/trace_recorder.hpp"
+#include "core/metrics/trace_recorder.hpp"
 
 #include <algorithm>
 #include <cinttypes>
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "gpufeed/detail/json_text.hpp"
+#include "core/metrics/json_text.hpp"
 
 namespace gpufeed::detail {
 

@@ -1,12 +1,12 @@
-#include "gpufeed/detail/held_batches.hpp"
+#include "core/ring/held_batches.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <memory>
 #include <string>
 
-#include "gpufeed/detail/ring_memory.hpp"
-#include "gpufeed/detail/units.hpp"
+#include "core/ring/ring_memory.hpp"
+#include "core/units.hpp"
 #include "gpufeed/log.hpp"
 
 namespace gpufeed::detail {

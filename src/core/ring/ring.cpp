@@ -1,4 +1,4 @@
-#include "gpufeed/detail/ring.hpp"
+#include "core/ring/ring.hpp"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,10 +1,10 @@
-#include "gpufeed/detail/ring_memory.hpp"
+#include "core/ring/ring_memory.hpp"
 
 #include <algorithm>
 #include <string>
 
-#include "gpufeed/detail/checked_math.hpp"
-#include "gpufeed/detail/units.hpp"
+#include "core/checked_math.hpp"
+#include "core/units.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail {

@@ -1,4 +1,4 @@
-#include "gpufeed/detail/slot.hpp"
+#include "core/ring/slot.hpp"
 
 #include <cstring>
 #include <new>

@@ -1,8 +1,8 @@
-#include "gpufeed/detail/autotune_driver.hpp"
+#include "core/tuning/autotune_driver.hpp"
 
 #include <string>
 
-#include "gpufeed/detail/units.hpp"
+#include "core/units.hpp"
 
 namespace gpufeed::detail {
 

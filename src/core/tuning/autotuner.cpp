@@ -1,6 +1,6 @@
-#include "gpufeed/detail/autotuner.hpp"
+#include "core/tuning/autotuner.hpp"
 
-#include "gpufeed/detail/host_resources.hpp"
+#include "core/host_resources.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "gpufeed/detail/batch_fill.hpp"
+#include "core/workers/batch_fill.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "gpufeed/detail/nvtx.hpp"
-#include "gpufeed/detail/units.hpp"
+#include "core/nvtx.hpp"
+#include "core/units.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/sampler.hpp"
 

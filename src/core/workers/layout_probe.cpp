@@ -1,11 +1,11 @@
-#include "gpufeed/detail/layout_probe.hpp"
+#include "core/workers/layout_probe.hpp"
 
 #include <algorithm>
 #include <string>
 #include <utility>
 
-#include "gpufeed/detail/batch_fill.hpp"
-#include "gpufeed/detail/loader_core.hpp"
+#include "core/workers/batch_fill.hpp"
+#include "core/loader_core.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/sampler.hpp"
 

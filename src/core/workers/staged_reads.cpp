@@ -1,4 +1,4 @@
-#include "gpufeed/detail/staged_reads.hpp"
+#include "core/workers/staged_reads.hpp"
 
 #include <utility>
 

@@ -1,10 +1,10 @@
-#include "gpufeed/detail/worker_pool.hpp"
+#include "core/workers/worker_pool.hpp"
 
 #include <chrono>
 #include <optional>
 #include <utility>
 
-#include "gpufeed/detail/units.hpp"
+#include "core/units.hpp"
 
 namespace gpufeed::detail {
 

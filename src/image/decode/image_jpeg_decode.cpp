@@ -1,4 +1,4 @@
-#include "gpufeed/detail/jpeg_decode.hpp"
+#include "image/decode/jpeg_decode.hpp"
 
 #include <jpeglib.h>
 // libjpeg-turbo's internal header: what decode_planes needs to skip rows and columns in raw mode

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "../image_rgb_store.hpp"
-#include "gpufeed/detail/image_resize.hpp"
+#include "image/resample/image_resize.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail {

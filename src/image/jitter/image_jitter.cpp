@@ -1,4 +1,4 @@
-#include "gpufeed/detail/image_jitter.hpp"
+#include "image/jitter/image_jitter.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -19,9 +19,9 @@
 #include <system_error>
 #include <utility>
 
-#include "gpufeed/detail/image_jitter.hpp"
-#include "gpufeed/detail/image_resize.hpp"
-#include "gpufeed/detail/jpeg_decode.hpp"
+#include "image/jitter/image_jitter.hpp"
+#include "image/resample/image_resize.hpp"
+#include "image/decode/jpeg_decode.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail {

@@ -1,4 +1,4 @@
-#include "gpufeed/detail/image_resize.hpp"
+#include "image/resample/image_resize.hpp"
 
 #include <algorithm>
 #include <array>

@@ -17,7 +17,7 @@
 
 #include "../gil.hpp"
 #include "../text_table.hpp"
-#include "gpufeed/detail/host_resources.hpp"
+#include "core/host_resources.hpp"
 
 namespace gpufeed::python::workers {
 

@@ -4,8 +4,8 @@
 // the chunk-aware shuffle, and a warning for an epoch without batches.
 
 #include "gpufeed/dataset.hpp"
-#include "gpufeed/detail/epoch_source.hpp"
-#include "gpufeed/detail/ring_memory.hpp"
+#include "core/epochs/epoch_source.hpp"
+#include "core/ring/ring_memory.hpp"
 #include "gpufeed/detail/slot_layout.hpp"
 #include "gpufeed/options.hpp"
 

@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "gpufeed/dataset.hpp"
-#include "gpufeed/detail/device_path.hpp"
-#include "gpufeed/detail/epoch_source.hpp"
-#include "gpufeed/detail/loader_metrics.hpp"
-#include "gpufeed/detail/slot.hpp"
+#include "core/device/device_path.hpp"
+#include "core/epochs/epoch_source.hpp"
+#include "core/metrics/loader_metrics.hpp"
+#include "core/ring/slot.hpp"
 #include "gpufeed/detail/slot_layout.hpp"
-#include "gpufeed/detail/staged_reads.hpp"
+#include "core/workers/staged_reads.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/options.hpp"
 

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "gpufeed/detail/slot.hpp"
+#include "core/ring/slot.hpp"
 
 namespace gpufeed::detail {
 

@@ -15,10 +15,10 @@
 #include <string>
 #include <utility>
 
-#include "gpufeed/detail/epoch_source.hpp"
-#include "gpufeed/detail/loader_metrics.hpp"
-#include "gpufeed/detail/ring.hpp"
-#include "gpufeed/detail/worker_pool.hpp"
+#include "core/epochs/epoch_source.hpp"
+#include "core/metrics/loader_metrics.hpp"
+#include "core/ring/ring.hpp"
+#include "core/workers/worker_pool.hpp"
 #include "gpufeed/loader.hpp"
 #include "gpufeed/options.hpp"
 

@@ -15,12 +15,12 @@
 #include <ostream>
 #include <vector>
 
-#include "gpufeed/detail/cache_line.hpp"
-#include "gpufeed/detail/cursor.hpp"
-#include "gpufeed/detail/latency_histogram.hpp"
-#include "gpufeed/detail/lease.hpp"
-#include "gpufeed/detail/ring.hpp"
-#include "gpufeed/detail/trace_recorder.hpp"
+#include "core/cache_line.hpp"
+#include "core/ring/cursor.hpp"
+#include "core/metrics/latency_histogram.hpp"
+#include "core/ring/lease.hpp"
+#include "core/ring/ring.hpp"
+#include "core/metrics/trace_recorder.hpp"
 #include "gpufeed/stats.hpp"
 
 namespace gpufeed::detail {

@@ -12,8 +12,8 @@
 #include <optional>
 
 #include "gpufeed/dataset.hpp"
-#include "gpufeed/detail/layout_probe.hpp"
-#include "gpufeed/detail/loader_core.hpp"
+#include "core/workers/layout_probe.hpp"
+#include "core/loader_core.hpp"
 #include "gpufeed/options.hpp"
 #include "gpufeed/stats.hpp"
 

@@ -31,9 +31,9 @@
 #include <string>
 #include <vector>
 
-#include "gpufeed/detail/cursor.hpp"
-#include "gpufeed/detail/epoch_source.hpp"
-#include "gpufeed/detail/slot.hpp"
+#include "core/ring/cursor.hpp"
+#include "core/epochs/epoch_source.hpp"
+#include "core/ring/slot.hpp"
 
 namespace gpufeed::detail {
 

@@ -10,8 +10,8 @@
 #include <memory>
 
 #include "gpufeed/batch_plan.hpp"
-#include "gpufeed/detail/cursor.hpp"
-#include "gpufeed/detail/given_order.hpp"
+#include "core/ring/cursor.hpp"
+#include "core/epochs/given_order.hpp"
 #include "gpufeed/epoch_order.hpp"
 #include "gpufeed/loader_state.hpp"
 #include "gpufeed/options.hpp"

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "gpufeed/detail/image_resize.hpp"
+#include "image/resample/image_resize.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail {

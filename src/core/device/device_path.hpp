@@ -19,9 +19,9 @@
 #include <memory>
 #include <string>
 
-#include "gpufeed/detail/device_stage.hpp"
-#include "gpufeed/detail/lease.hpp"
-#include "gpufeed/detail/slot.hpp"
+#include "core/device/device_stage.hpp"
+#include "core/ring/lease.hpp"
+#include "core/ring/slot.hpp"
 #include "gpufeed/stats.hpp"
 #include "gpufeed/stream_view.hpp"
 

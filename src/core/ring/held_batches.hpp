@@ -7,8 +7,8 @@
 #include <cstddef>
 #include <mutex>
 
-#include "gpufeed/detail/device_path.hpp"
-#include "gpufeed/detail/ring.hpp"
+#include "core/device/device_path.hpp"
+#include "core/ring/ring.hpp"
 #include "gpufeed/detail/slot_layout.hpp"
 #include "gpufeed/error.hpp"
 

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "gpufeed/batch_plan.hpp"
-#include "gpufeed/detail/cache_line.hpp"
-#include "gpufeed/detail/cursor.hpp"
-#include "gpufeed/detail/given_order.hpp"
-#include "gpufeed/detail/lease.hpp"
+#include "core/cache_line.hpp"
+#include "core/ring/cursor.hpp"
+#include "core/epochs/given_order.hpp"
+#include "core/ring/lease.hpp"
 
 namespace gpufeed::detail {
 

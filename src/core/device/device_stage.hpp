@@ -13,7 +13,7 @@
 #include <cstddef>
 #include <memory>
 
-#include "gpufeed/detail/device_layout.hpp"
+#include "core/device/device_layout.hpp"
 #include "gpufeed/detail/slot_layout.hpp"
 #include "gpufeed/options.hpp"
 #include "gpufeed/stats.hpp"

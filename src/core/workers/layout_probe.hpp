@@ -29,9 +29,9 @@
 #include <vector>
 
 #include "gpufeed/dataset.hpp"
-#include "gpufeed/detail/cursor.hpp"
-#include "gpufeed/detail/epoch_source.hpp"
-#include "gpufeed/detail/staged_reads.hpp"
+#include "core/ring/cursor.hpp"
+#include "core/epochs/epoch_source.hpp"
+#include "core/workers/staged_reads.hpp"
 #include "gpufeed/epoch_order.hpp"
 #include "gpufeed/loader_state.hpp"
 #include "gpufeed/options.hpp"
