@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <deque>
 #include <iterator>
 #include <new>
 #include <stdexcept>
@@ -18,11 +17,11 @@
 #include "../gil.hpp"
 #include "../text_table.hpp"
 #include "core/host_resources.hpp"
+#include "text_values.hpp"
 
 namespace gpufeed::python::workers {
 
 namespace {
-constexpr std::size_t page_bytes = 4096;
 // How often a wait for a worker checks whether the loader stopped (a death is seen at once).
 constexpr int stop_check_ms = 100;
 
@@ -46,111 +45,6 @@ std::string signal_name(int signal) {
   return abbrev != nullptr ? std::string{"SIG"} + abbrev : std::to_string(signal);
 }
 }  // namespace
-
-// ---- the arena
-// ------------------------------------------------------------------------------------
-
-shared_arena::shared_arena(std::size_t reserve)
-    : mapping_{shared_mapping::create("gpufeed-ring", reserve)} {}
-
-std::byte* shared_arena::slot_memory(std::size_t, std::size_t bytes) {
-  std::lock_guard const lock{mutex_};
-  auto const offset = used_;
-  auto const rounded = (bytes + page_bytes - 1) / page_bytes * page_bytes;
-  try {
-    mapping_.grow(offset + rounded);
-  } catch (std::system_error const& e) {
-    throw out_of_memory{std::string{"gpufeed: the shared ring cannot grow by a slot of "} +
-                        std::to_string(bytes) + " bytes (" + e.what() +
-                        "); lower batch_size or prefetch_depth"};
-  }
-  used_ = offset + rounded;
-  return mapping_.base() + offset;
-}
-
-std::uint64_t shared_arena::block(std::size_t bytes) {
-  return static_cast<std::uint64_t>(slot_memory(0, bytes) - mapping_.base());
-}
-
-void shared_arena::close_file() noexcept {
-  std::lock_guard const lock{mutex_};
-  mapping_.close_file();
-}
-
-std::uint64_t shared_arena::offset_of(std::byte const* p) const {
-  // The end itself is a place: a field of zero bytes (an empty tensor) has its slot there.
-  if (p < mapping_.base() || p > mapping_.base() + mapping_.size()) {
-    throw std::out_of_range{"gpufeed: a batch slot outside the shared ring"};
-  }
-  return static_cast<std::uint64_t>(p - mapping_.base());
-}
-
-// ---- text values
-// ----------------------------------------------------------------------------------
-
-// A text field's distinct values, kept once each and bounded (as text_table, without Python:
-// the loader's worker threads intern them from the replies).
-class process_dataset::text_values {
- public:
-  text_values(bool bytes, std::size_t limit) : bytes_{bytes}, limit_{limit} {}
-  ~text_values() {
-    for (auto* object : objects_) release_reference(object);
-  }
-  text_values(text_values const&) = delete;
-  text_values& operator=(text_values const&) = delete;
-
-  std::int64_t intern(std::string_view value, std::size_t index, std::string const& field) {
-    std::lock_guard const lock{mutex_};
-    auto const found = ids_.find(std::string{value});
-    if (found != ids_.end()) return found->second;
-    if (values_.size() >= limit_) {
-      throw std::invalid_argument{
-          too_many_text_values("sample " + std::to_string(index) + ", field '" + field + "'",
-                               limit_, bytes_ ? "bytes" : "str")};
-    }
-    auto const id = static_cast<std::int64_t>(values_.size());
-    values_.emplace_back(value);
-    ids_.emplace(values_.back(), id);
-    return id;
-  }
-
-  [[nodiscard]] std::size_t size() {
-    std::lock_guard const lock{mutex_};
-    return values_.size();
-  }
-
-  // GIL held: Python objects are made once per value and kept.
-  py::list values(std::span<std::int64_t const> ids) {
-    py::list out;
-    for (auto const id : ids) {
-      std::string_view value;
-      {
-        std::lock_guard const lock{mutex_};
-        if (id < 0 || static_cast<std::size_t>(id) >= values_.size()) {
-          throw std::out_of_range{"gpufeed: an unknown text id " + std::to_string(id)};
-        }
-        value = values_[static_cast<std::size_t>(id)];  // deque: stable while others are added
-      }
-      auto const i = static_cast<std::size_t>(id);
-      if (objects_.size() <= i) objects_.resize(i + 1, nullptr);
-      if (objects_[i] == nullptr) {
-        objects_[i] = bytes_ ? PyBytes_FromStringAndSize(value.data(), std::ssize(value))
-                             : PyUnicode_DecodeUTF8(value.data(), std::ssize(value), "strict");
-        if (objects_[i] == nullptr) throw py::error_already_set();
-      }
-      out.append(py::reinterpret_borrow<py::object>(objects_[i]));
-    }
-    return out;
-  }
-
- private:
-  bool bytes_;
-  std::size_t limit_;
-  std::mutex mutex_;
-  std::deque<std::string> values_;
-  std::unordered_map<std::string, std::int64_t> ids_;
-  std::vector<PyObject*> objects_;  // under the GIL
-};
 
 // ---- one worker
 // -----------------------------------------------------------------------------------
@@ -599,53 +493,6 @@ process_dataset::collated process_dataset::collated_batch(std::byte const* slot)
   }
   auto const& b = found->second;
   return {arena_->at(b.offset), b.used, b.ended, b.worker};
-}
-
-sample_spec process_dataset::spec() const {
-  if (collate_) {
-    // The slots only carry the batches: one byte per sample, which nothing reads.
-    return sample_spec{}.add("collated", dtype::u8, {1});
-  }
-  std::lock_guard const lock{layout_mutex_};
-  if (!layout_) throw logic_error{"gpufeed: the layout comes from the first sample read"};
-  return layout_->spec;
-}
-
-std::string process_dataset::structure() const {
-  std::lock_guard const lock{layout_mutex_};
-  return layout_ ? layout_->structure : std::string{};
-}
-
-std::vector<bool> process_dataset::text_fields() const {
-  std::lock_guard const lock{layout_mutex_};
-  std::vector<bool> out;
-  if (layout_) {
-    for (auto const kind : layout_->kinds) out.push_back(kind != sample_tree::leaf_kind::array);
-  }
-  return out;
-}
-
-std::size_t process_dataset::texts_kept() const {
-  std::lock_guard const lock{layout_mutex_};
-  std::size_t n = 0;
-  for (auto const& t : texts_) {
-    if (t) n += t->size();
-  }
-  return n;
-}
-
-py::list process_dataset::texts(batch const& b, std::size_t field) const {
-  text_values* values = nullptr;
-  {
-    std::lock_guard const lock{layout_mutex_};
-    if (field < texts_.size()) values = texts_[field].get();
-  }
-  if (values == nullptr) {
-    throw std::invalid_argument{"texts: field " + std::to_string(field) +
-                                " of the batch does not hold str or bytes"};
-  }
-  auto const view = b.host_field(field);
-  return values->values({static_cast<std::int64_t const*>(view.data()), b.size()});
 }
 
 }  // namespace gpufeed::python::workers

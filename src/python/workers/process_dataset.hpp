@@ -29,37 +29,14 @@
 #include "gpufeed/options.hpp"
 #include "layout_message.hpp"
 #include "mailbox.hpp"
+#include "shared_arena.hpp"
 #include "shared_memory.hpp"
 
 namespace gpufeed::python::workers {
 
 namespace py = pybind11;
 
-/// The ring's host memory, in an anonymous file the worker processes map too.
-class shared_arena final : public host_memory_source {
- public:
-  /// Reserves `reserve` bytes of address space (the most the ring may ever take).
-  explicit shared_arena(std::size_t reserve);
-  std::byte* slot_memory(std::size_t id, std::size_t bytes) override;
-  /// `bytes` more of the arena, for a batch a collate_fn made; its offset.
-  /// @throws out_of_memory when the arena cannot grow.
-  [[nodiscard]] std::uint64_t block(std::size_t bytes);
-  /// Closes the arena's descriptor once no worker needs it (its memory stays mapped for the
-  /// batches alive; it cannot grow any more).
-  void close_file() noexcept;
-  [[nodiscard]] std::byte* at(std::uint64_t offset) const noexcept {
-    return mapping_.base() + offset;
-  }
-  [[nodiscard]] int fd() const noexcept { return mapping_.fd(); }
-  [[nodiscard]] std::size_t reserved() const noexcept { return mapping_.reserved(); }
-  /// The offset of `p` in the arena. @throws std::out_of_range when it is not inside.
-  [[nodiscard]] std::uint64_t offset_of(std::byte const* p) const;
-
- private:
-  std::mutex mutex_;
-  shared_mapping mapping_;
-  std::size_t used_ = 0;
-};
+class text_values;
 
 /// The dataset's exception, raised in a worker process: its text, and the pickled (type,
 /// message) that gpufeed's Python side raises again as the dataset's own type.
@@ -160,7 +137,6 @@ class process_dataset final : public dataset {
 
  private:
   struct link;
-  class text_values;
 
   /// Posts a task to `w` (its mutex held by the caller), written by `write(payload_writer&)`,
   /// and waits for the reply; `holding` names the samples for a death's message.
