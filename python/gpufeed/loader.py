@@ -7,12 +7,8 @@ migration table.
 """
 
 import math
-import multiprocessing
-import multiprocessing.context
 import os
 import pickle
-import sys
-import threading
 import types
 import warnings
 import weakref
@@ -20,7 +16,16 @@ import weakref
 import numpy as np
 
 from . import _gpufeed, _workers
+from ._arguments import (check_batching, check_collate, check_device, check_iterable,
+                         check_num_workers, check_on_error, check_output, check_prefetch_factor,
+                         check_timeout, worker_kind)
 from ._assemble import StepInfo, build, text_fields, unbatched
+from ._diagnosis import Diagnosis
+from ._iterator import LoaderIterator
+from ._native_dataset import make_native_dataset
+from ._notes import note_arguments_taken_otherwise, say_once
+from ._options import core_options, ring_shape, seed_from
+from ._worker_info import get_worker_info
 from .errors import LoaderTimeoutError, WorkerError
 
 try:  # torch is optional: without it, batches are numpy arrays
@@ -31,167 +36,6 @@ except ImportError:  # pragma: no cover - exercised where torch is absent
     _torch_data = None
 
 __all__ = ["DataLoader", "Diagnosis", "get_worker_info"]
-
-# Once per process, each note about an argument that means something else here.
-_said = set()
-_said_lock = threading.Lock()
-
-
-def _say_once(key, message):
-    with _said_lock:
-        if key in _said:
-            return
-        _said.add(key)
-    _gpufeed.log("info", message)
-
-
-def get_worker_info():
-    """Inside a worker, a ``WorkerInfo`` (``id``, ``num_workers``, ``seed``, ``dataset``, as
-    torch.utils.data.get_worker_info() gives them; ``info["id"]`` works too): in a worker
-    process, its own (``seed`` as torch seeds workers); in a worker thread's call to a Python
-    dataset, that thread's (``seed``: this sample's, a function of the loader's seed, the epoch
-    and the index). None elsewhere."""
-    info = _workers.current_worker_info()
-    if info is not None:
-        return info
-    thread = _gpufeed.get_worker_info()
-    if thread is None:
-        return None
-    return _workers.WorkerInfo(thread["id"], thread["num_workers"], thread["seed"],
-                               thread["dataset"])
-
-
-def _free_threaded():
-    return hasattr(sys, "_is_gil_enabled") and not sys._is_gil_enabled()
-
-
-def _worker_kind(worker_type, python_dataset, num_workers):
-    """("process" or "thread", why)."""
-    if worker_type not in ("auto", "process", "thread"):
-        raise ValueError(f"worker_type: expected 'auto', 'process' or 'thread', got {worker_type!r}")
-    if not python_dataset:
-        if worker_type == "process":
-            raise ValueError("worker_type='process': gpufeed.datasets read in C++ without the "
-                             "GIL, on threads; use worker_type='thread' or 'auto'")
-        return "thread", "gpufeed.datasets read in C++, without the GIL"
-    if worker_type != "auto":
-        return worker_type, f"worker_type={worker_type!r}"
-    if _free_threaded():
-        return "thread", "this interpreter has no GIL (free-threaded), so threads run in parallel"
-    if num_workers == 0:
-        return "thread", ("num_workers=0: one worker thread (torch would read in the main "
-                          "process); set num_workers for worker processes")
-    return "process", ("the dataset runs Python code, and threads running it would take the GIL "
-                       "from the training loop")
-
-
-class Diagnosis(tuple):
-    """The bottleneck: ``kind`` ("gpu_bound", "input_bound", "gil_bound", ...) and ``sentence``
-    (the evidence and the fix)."""
-
-    __slots__ = ()
-
-    def __new__(cls, kind, sentence):
-        return super().__new__(cls, (kind, sentence))
-
-    kind = property(lambda self: self[0])
-    sentence = property(lambda self: self[1])
-
-    def __repr__(self):
-        return f"Diagnosis(kind={self.kind!r}, sentence={self.sentence!r})"
-
-    def __str__(self):
-        return self.sentence
-
-
-def _check_context(multiprocessing_context, num_workers, worker_type):
-    """torch's checks of multiprocessing_context, with the phrases of its messages. gpufeed
-    reads in one worker process with num_workers=0 when worker_type='process' asks for it."""
-    if multiprocessing_context is None:
-        return
-    if num_workers == 0 and worker_type != "process":
-        raise ValueError("multiprocessing_context chooses how worker processes start, so it "
-                         "needs multi-process loading (num_workers > 0), but got num_workers=0 "
-                         "(or pass worker_type='process': one worker process)")
-    if isinstance(multiprocessing_context, str):
-        methods = multiprocessing.get_all_start_methods()
-        if multiprocessing_context not in methods:
-            raise ValueError(f"multiprocessing_context option should specify a valid start "
-                             f"method in {methods!r}, but got {multiprocessing_context!r}")
-    elif not isinstance(multiprocessing_context, multiprocessing.context.BaseContext):
-        raise TypeError("multiprocessing_context option should be a valid context object or a "
-                        "string naming a start method, but got "
-                        f"{type(multiprocessing_context).__name__} {multiprocessing_context!r}")
-
-
-def _positive_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"{name} should be a positive integer value, but got {name}={value!r}")
-    return value
-
-
-def _device_index(device):
-    """None for host memory, else the CUDA device number (-1: the default, LOCAL_RANK)."""
-    if device is None:
-        return None
-    if torch is not None and isinstance(device, torch.device):
-        if device.type == "cpu":
-            return None
-        if device.type != "cuda":
-            raise ValueError(f"device: gpufeed delivers to 'cuda' or host memory, not {device}")
-        return -1 if device.index is None else device.index
-    if isinstance(device, int) and not isinstance(device, bool):
-        return device
-    if isinstance(device, str):
-        if device == "cpu":
-            return None
-        if device == "cuda":
-            return -1
-        if device.startswith("cuda:") and device[5:].isdigit():
-            return int(device[5:])
-    raise ValueError(f"device: expected None, 'cpu', 'cuda', 'cuda:N' or a torch.device, got {device!r}")
-
-
-def _is_default_collate(fn):
-    if fn is None or _torch_data is None:
-        return fn is None
-    defaults = [getattr(_torch_data, "default_collate", None)]
-    try:
-        from torch.utils.data._utils import collate as _collate
-
-        defaults.append(_collate.default_collate)
-    except ImportError:  # pragma: no cover
-        pass
-    return any(fn is d for d in defaults if d is not None)
-
-
-def _seed_from(generator):
-    """A 64-bit seed drawn as torch's RandomSampler draws one: from `generator`, or from torch's
-    global generator (so torch.manual_seed makes the order reproducible)."""
-    if torch is None:
-        return int.from_bytes(os.urandom(8), "little") >> 1
-    return int(torch.empty((), dtype=torch.int64).random_(generator=generator).item())
-
-
-# The places of an iterable dataset's epoch, for the loader's plan: more than any epoch takes
-# (its end is when every worker's iterator ends), a number only (nothing is sized by it).
-_ITERABLE_PLACES = 1 << 40
-
-
-def _quarter_of_memory():
-    """A quarter of the machine's memory (the default budget of held or collated batches)."""
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 4
-    except (ValueError, OSError):
-        return 1 << 30
-
-
-def _transforms_of(transforms):
-    if transforms is None:
-        return []
-    if isinstance(transforms, dict):
-        return [dict(field=name, **spec) for name, spec in transforms.items()]
-    return list(transforms)
 
 
 class DataLoader:
@@ -225,98 +69,21 @@ class DataLoader:
         arguments = {name: value for name, value in locals().items() if name != "self"}
         self._core = None  # so that close() and __del__ work whatever fails below
         self._workers = None
-        # batch_size=None: samples one at a time, without a batch dimension (torch's automatic
-        # batching off): gpufeed reads batches of one and hands each out without its batch axis.
-        self._unbatched = batch_size is None and batch_sampler is None
-        if self._unbatched:
-            if drop_last:
-                raise ValueError("batch_size=None option disables auto-batching and is mutually "
-                                 "exclusive with drop_last")
-            batch_size = 1
-        if sampler is not None and shuffle:
-            raise ValueError("sampler option is mutually exclusive with shuffle")
-        if batch_sampler is not None:
-            if batch_size != 1 or shuffle or sampler is not None or drop_last:
-                raise ValueError("batch_sampler option is mutually exclusive with batch_size, "
-                                 "shuffle, sampler, and drop_last")
-        else:
-            _positive_int("batch_size", batch_size)
-        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
-            raise ValueError("num_workers option should be non-negative; use num_workers=0 to "
-                             "disable multiprocessing.")
-        _check_context(multiprocessing_context, num_workers, worker_type)
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-        if cores and num_workers > cores:
-            # The phrase torch's warning has, so that filters written for it match this one.
-            warnings.warn(f"This DataLoader will create {num_workers} workers, more than the "
-                          f"{cores} CPUs this process may use: excessive worker creation might "
-                          f"get DataLoader running slow or even freeze; lower num_workers to "
-                          f"{cores} or less (or let autotune=True choose)", UserWarning,
-                          stacklevel=2)
-        if timeout < 0:
-            raise ValueError("timeout option should be non-negative")
-        if prefetch_factor is not None and (not isinstance(prefetch_factor, int) or prefetch_factor < 1):
-            raise ValueError(f"prefetch_factor should be a positive integer, got {prefetch_factor!r}")
-        # An iterable dataset: each worker process iterates its own copy (sharded through
-        # get_worker_info(), as torch's workers do) and makes batches of what it takes, with
-        # collate_fn (torch's default_collate by default); the epoch ends when every worker's
-        # iterator has.
-        self._iterable = _torch_data is not None and isinstance(dataset, _torch_data.IterableDataset)
-        if self._iterable:
-            for name, value in (("shuffle", shuffle or None), ("sampler", sampler),
-                                ("batch_sampler", batch_sampler)):
-                if value is not None:
-                    raise ValueError(f"DataLoader with IterableDataset: expected unspecified "
-                                     f"{name} option, but got {name}={value!r}")
-            if worker_type == "thread":
-                raise ValueError("an IterableDataset is iterated in worker processes: use "
-                                 "worker_type='process' (or 'auto')")
-            if _is_default_collate(collate_fn):
-                collate_fn = (_workers.convert_one if self._unbatched
-                              else _workers.default_collate)
-        # A custom collate_fn runs in the worker processes on each batch's samples, as in torch;
-        # its output is laid out in the shared ring and read in place.
-        self._collate = self._iterable or not _is_default_collate(collate_fn)
-        if self._collate:
-            if isinstance(dataset, _gpufeed.Dataset):
-                raise ValueError("collate_fn: gpufeed.datasets make their batches in C++; do "
-                                 "per-batch work after the loader (on the GPU: transforms=)")
-            if worker_type == "thread":
-                raise ValueError("collate_fn runs in worker processes: use worker_type='process' "
-                                 "(or 'auto'); worker threads write samples straight into "
-                                 "their batch and run no collate function")
-            if on_error != "raise":
-                raise ValueError(f"on_error={on_error!r} with a custom collate_fn: a batch is "
-                                 "made whole or not at all, so a failing sample fails its "
-                                 "batch; use on_error='raise'")
-            if self._unbatched and not self._iterable:
-                raise ValueError("batch_size=None with a custom collate_fn: gpufeed makes "
-                                 "batches with it; give a batch_size")
-            if transforms:
-                raise ValueError("transforms= with a custom collate_fn: its output is returned "
-                                 "as collate_fn made it; convert it in collate_fn or after")
-            worker_type = "process"
-        if output is None:
-            output = "torch" if torch is not None else "numpy"
-        if output not in ("torch", "numpy"):
-            raise ValueError(f"output: expected 'torch' or 'numpy', got {output!r}")
-        if output == "torch" and torch is None:
-            raise ValueError("output='torch' but torch cannot be imported; use output='numpy'")
-        if on_error not in ("raise", "skip"):
-            raise ValueError(f"on_error: expected 'raise' or 'skip', got {on_error!r}")
-        device_index = _device_index(device)
-        if device_index is not None:
-            count, why = _gpufeed.cuda_devices()
-            if count == 0:
-                raise ValueError(f"device={device!r}: this machine has no usable CUDA device "
-                                 f"({why}); pass device=None (or 'cpu') for batches in host "
-                                 "memory")
-            if device_index >= count:
-                raise ValueError(f"device={device!r}: this process sees {count} CUDA device(s), "
-                                 f"cuda:0 to cuda:{count - 1}")
-        if device_index is not None and output == "numpy":
-            raise ValueError("output='numpy' needs host memory: numpy cannot hold CUDA memory; "
-                             "use output='torch' or device=None")
+
+        # The arguments, checked before anything starts: the first that is wrong raises.
+        self._unbatched, batch_size = check_batching(batch_size, shuffle, sampler,
+                                                     batch_sampler, drop_last)
+        check_num_workers(num_workers, multiprocessing_context, worker_type)
+        check_timeout(timeout)
+        check_prefetch_factor(prefetch_factor)
+        self._iterable, collate_fn = check_iterable(dataset, shuffle, sampler, batch_sampler,
+                                                    worker_type, collate_fn, self._unbatched)
+        self._collate, worker_type = check_collate(dataset, collate_fn, self._iterable,
+                                                   self._unbatched, worker_type, on_error,
+                                                   transforms)
+        output = check_output(output)
+        check_on_error(on_error)
+        device_index = check_device(device, output)
 
         self.dataset = dataset
         self.batch_size = None if batch_sampler is not None or self._unbatched else batch_size
@@ -332,122 +99,47 @@ class DataLoader:
 
         # Who reads: threads, or worker processes writing into a ring this process shares.
         python_dataset = not isinstance(dataset, _gpufeed.Dataset)
-        self.worker_type, why = _worker_kind(worker_type, python_dataset, num_workers)
+        self.worker_type, why = worker_kind(worker_type, python_dataset, num_workers)
         if self.worker_type == "process":
             workers_count = max(1, num_workers) if not autotune else (
                 num_workers or len(os.sched_getaffinity(0)))
         else:
             workers_count = None
-
-        # The dataset: a bundled one as it is, any other through the Python adapter (read by
-        # worker processes, or by threads).
-        if self.worker_type == "process":
-            native = _gpufeed.ProcessDataset(
-                _ITERABLE_PLACES if self._iterable else len(dataset), workers_count,
-                collate=self._collate, iterable=self._iterable,
-                collate_budget=held_batches_budget if held_batches_budget is not None
-                else _quarter_of_memory())
-            # Learned from the first sample a worker reads (a collate_fn's batches carry theirs).
-            self._structure = "collated" if self._collate else None
-            self._workers = _workers.WorkerProcesses(
-                native, dataset, workers_count, multiprocessing_context, worker_init_fn,
-                _seed_from(generator), collate_fn if self._collate else None,
-                iterable=self._iterable, drop_last=bool(drop_last))
-            _gpufeed.log("info", f"{workers_count} worker processes "
-                         f"({self._workers.start_method}): {why}; they write samples into a "
-                         "ring this process shares with them")
-        elif isinstance(dataset, _gpufeed.Dataset):
-            native = dataset
-            self._structure = getattr(dataset, "_gpufeed_structure", None) or (
-                "dict", dict, [n for n, _, _ in dataset.fields],
-                [("leaf", i) for i in range(len(dataset.fields))])
-            if worker_init_fn is not None:
-                _say_once("worker_init_fn", "worker_init_fn: not called for gpufeed.datasets, "
-                          "whose workers run no Python")
-        else:
-            native = _gpufeed.PythonDataset(dataset, worker_init_fn)
-            self._structure = None  # learned from the first sample a worker reads
-            if python_dataset:
-                _gpufeed.log("info", f"{max(1, num_workers)} worker threads: {why}")
-        self._native_dataset = native
+        self._native_dataset, self._structure, self._workers = make_native_dataset(
+            dataset, worker_type=self.worker_type, why=why, workers_count=workers_count,
+            num_workers=num_workers, iterable=self._iterable, collate=self._collate,
+            collate_fn=collate_fn, worker_init_fn=worker_init_fn,
+            multiprocessing_context=multiprocessing_context, generator=generator,
+            drop_last=drop_last, held_batches_budget=held_batches_budget)
         self._text_fields = set()
         if self._structure is not None and not self._collate:
             self._note_text_fields()
 
-        # The order: gpufeed's own (sequential, or shuffled from a seed), or the sampler's.
-        order = "builtin"
-        self._given = None
-        sequential = _torch_data is not None and type(sampler) is _torch_data.SequentialSampler
-        if batch_sampler is not None:
-            order, self._given = "given", "batch_sampler"
-        elif sampler is not None and not sequential:
-            order, self._given = "given", "sampler"
+        order = self._choose_order(sampler, batch_sampler)
         if seed is None:
-            seed = _seed_from(generator) if (shuffle and order == "builtin") else 0
+            seed = seed_from(generator) if (shuffle and order == "builtin") else 0
         self.seed = seed
 
         # Workers and the ring.
-        if autotune:
-            workers = "auto"
-        elif num_workers == 0:
-            workers = 1
-            _say_once("num_workers0", "num_workers=0: gpufeed reads on one worker thread (torch "
-                      "would read in the main process); set num_workers for more")
-        else:
-            workers = num_workers
-        if prefetch_depth is None:
-            if autotune:
-                prefetch_depth = "auto"
-            else:
-                # torch keeps prefetch_factor batches per worker in flight; the ring also holds
-                # the batch the training loop's variable still refers to while it asks for the
-                # next one: one slot more.
-                factor = 2 if prefetch_factor is None else prefetch_factor
-                prefetch_depth = factor * max(1, num_workers) + 1
-                _say_once(("prefetch", factor, num_workers),
-                          f"prefetch_factor={factor} x {max(1, num_workers)} workers + the batch "
-                          f"in use: a ring of {prefetch_depth} batches (set prefetch_depth to "
-                          "choose it directly)")
-        if pin_memory and device_index is None:
-            _say_once("pin_memory", "pin_memory=True: gpufeed's host batches are not pinned; "
-                      "pass device='cuda' and gpufeed copies each batch to the GPU from pinned "
-                      "memory itself (one copy per batch, non-blocking)")
-        if pin_memory_device:
-            _say_once("pin_memory_device", "pin_memory_device: use device= instead")
-        if multiprocessing_context is not None and self.worker_type == "thread":
-            _say_once("mp", "multiprocessing_context: this loader's workers are threads; ignored")
-        if not persistent_workers and num_workers > 0:
-            _say_once("persistent", "persistent_workers=False: gpufeed's workers always persist "
-                      "across epochs (seeded once, as torch's persistent workers are)")
-        if not in_order:
-            _say_once("in_order", "in_order=False: gpufeed delivers batches in order; a slow "
-                      "sample holds back only its own batch while the others are prepared")
-
-        options = dict(
-            batch_size=batch_size if batch_sampler is None else max(
-                1, getattr(batch_sampler, "batch_size", 0) or self._largest_batch(batch_sampler)),
-            workers=workers, prefetch_depth=prefetch_depth,
-            accumulation_steps=accumulation_steps, shuffle=bool(shuffle) and order == "builtin",
-            seed=seed, order=order, chunk_window=chunk_window, drop_last=bool(drop_last), drop_last_step=bool(drop_last_step),
-            on_error=on_error, timeout=float(timeout), stall_warning=float(stall_warning),
-            rank=rank, world_size=world_size, held_batches_budget=held_batches_budget,
-            trace_events=trace_events, transforms=_transforms_of(transforms),
-            device=None if device_index is None or self._collate else (
-                device_index if device_index >= 0 else "cuda"),
-        )
+        workers, prefetch_depth = ring_shape(num_workers, prefetch_factor, prefetch_depth,
+                                             autotune)
+        note_arguments_taken_otherwise(
+            pin_memory=pin_memory, device_index=device_index,
+            pin_memory_device=pin_memory_device, multiprocessing_context=multiprocessing_context,
+            worker_type=self.worker_type, persistent_workers=persistent_workers,
+            num_workers=num_workers, in_order=in_order)
+        options = core_options(
+            batch_size=batch_size, batch_sampler=batch_sampler, workers=workers,
+            prefetch_depth=prefetch_depth, accumulation_steps=accumulation_steps,
+            shuffle=shuffle, seed=seed, order=order, chunk_window=chunk_window,
+            drop_last=drop_last, drop_last_step=drop_last_step, on_error=on_error,
+            timeout=timeout, stall_warning=stall_warning, rank=rank, world_size=world_size,
+            held_batches_budget=held_batches_budget, trace_events=trace_events,
+            transforms=transforms, device_index=device_index, collate=self._collate)
         if self.worker_type == "process":
             options["workers"] = workers_count  # one worker thread drives each process
-        try:
-            self._core = _gpufeed.Loader(native, **options)
-        except BaseException:
-            self.close()
-            raise
-        resolved = self._core.resolved
-        self._cuda_device = resolved["device"] if resolved["cuda"] else None
-        if order == "builtin" and resolved["world_size"] > 1 and rank is None:
-            _say_once("rank", f"rank {resolved['rank']} of {resolved['world_size']} from torchrun's "
-                      "environment: this rank reads its own share of each epoch (pass a "
-                      "DistributedSampler, or rank=0, world_size=1 to read everything)")
+        self._start_core(options, order, rank)
+
         self._next_epoch = 0
         self._resume = None
         self._iterator = None
@@ -460,6 +152,33 @@ class DataLoader:
         self._yielded = 0
         self._arguments = arguments
         self._initialized = True
+
+    def _choose_order(self, sampler, batch_sampler):
+        """"builtin" (gpufeed's own order: sequential, or shuffled from a seed) or "given" (each
+        epoch's from the sampler or the batch sampler, named by ``_given``)."""
+        order = "builtin"
+        self._given = None
+        sequential = _torch_data is not None and type(sampler) is _torch_data.SequentialSampler
+        if batch_sampler is not None:
+            order, self._given = "given", "batch_sampler"
+        elif sampler is not None and not sequential:
+            order, self._given = "given", "sampler"
+        return order
+
+    def _start_core(self, options, order, rank):
+        """Makes the C++ loader, which starts its workers (closing the worker processes if it
+        cannot)."""
+        try:
+            self._core = _gpufeed.Loader(self._native_dataset, **options)
+        except BaseException:
+            self.close()
+            raise
+        resolved = self._core.resolved
+        self._cuda_device = resolved["device"] if resolved["cuda"] else None
+        if order == "builtin" and resolved["world_size"] > 1 and rank is None:
+            say_once("rank", f"rank {resolved['rank']} of {resolved['world_size']} from torchrun's "
+                     "environment: this rank reads its own share of each epoch (pass a "
+                     "DistributedSampler, or rank=0, world_size=1 to read everything)")
 
     # As torch's DataLoader: the arguments that shape the batches cannot change afterwards (the
     # workers, the ring and the plan were made from them).
@@ -493,10 +212,6 @@ class DataLoader:
         self._structure = pickle.loads(structure) if isinstance(structure, bytes) else structure
         self._note_text_fields()
 
-    @staticmethod
-    def _largest_batch(batch_sampler):
-        return max((len(b) for b in batch_sampler), default=1)
-
     # ---- the torch interface ----
 
     def __len__(self):
@@ -524,7 +239,7 @@ class DataLoader:
             raise
         iterator = self._iterator() if self._iterator is not None else None
         if iterator is None:
-            iterator = _Iterator(self)
+            iterator = LoaderIterator(self)
             # Weakly: the iterator holds the loader, and a cycle would keep the workers and the
             # ring alive after `del loader` until Python's garbage collector runs.
             self._iterator = weakref.ref(iterator)
@@ -733,39 +448,3 @@ class DataLoader:
             self.close()
         except Exception:  # noqa: BLE001 - nothing to report to at collection time
             pass
-
-
-class _Iterator:
-    """The one iterator of a loader (torch's persistent_workers behaviour): ``iter(loader)``
-    resets it to the next epoch."""
-
-    def __init__(self, loader):
-        self._loader = loader
-        self._ended = False  # the epoch's end was met: StopIteration until iter(loader)
-        self._lock = threading.Lock()
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        # One consumer at a time: once a thread meets the end of the epoch, the others stop
-        # too, instead of reading on into the next epoch the loader has started.
-        with self._lock:
-            if self._ended:
-                raise StopIteration
-            try:
-                batch = self._loader._next_batch()
-            except WorkerError as e:
-                self._loader._explain(e)
-                raise
-            except LoaderTimeoutError as e:
-                raise self._loader._timed_out(e) from None
-            if batch is None:
-                self._ended = True
-                raise StopIteration
-            if self._loader._iterable:
-                self._loader._count_yielded()
-        return batch
-
-    def __len__(self):
-        return len(self._loader)

@@ -1,0 +1,46 @@
+"""The dataset gpufeed's C++ loader reads, made of the one a gpufeed.DataLoader is given: a
+bundled one (gpufeed.datasets) as it is, any other through the Python adapter, read by worker
+processes (started here) or by threads."""
+
+from . import _gpufeed, _workers
+from ._notes import say_once
+from ._options import quarter_of_memory, seed_from
+
+__all__ = ["make_native_dataset"]
+
+# The places of an iterable dataset's epoch, for the loader's plan: more than any epoch takes
+# (its end is when every worker's iterator ends), a number only (nothing is sized by it).
+_ITERABLE_PLACES = 1 << 40
+
+
+def make_native_dataset(dataset, *, worker_type, why, workers_count, num_workers, iterable,
+                        collate, collate_fn, worker_init_fn, multiprocessing_context, generator,
+                        drop_last, held_batches_budget):
+    """(native, structure, worker_processes). ``structure``: the sample's, where it is known
+    before a worker reads the first sample, else None ("collated": a collate_fn's batches carry
+    their own). ``worker_processes``: the _workers.WorkerProcesses that read for the loader,
+    None for threads."""
+    if worker_type == "process":
+        native = _gpufeed.ProcessDataset(
+            _ITERABLE_PLACES if iterable else len(dataset), workers_count,
+            collate=collate, iterable=iterable,
+            collate_budget=held_batches_budget if held_batches_budget is not None
+            else quarter_of_memory())
+        processes = _workers.WorkerProcesses(
+            native, dataset, workers_count, multiprocessing_context, worker_init_fn,
+            seed_from(generator), collate_fn if collate else None,
+            iterable=iterable, drop_last=bool(drop_last))
+        _gpufeed.log("info", f"{workers_count} worker processes ({processes.start_method}): "
+                     f"{why}; they write samples into a ring this process shares with them")
+        return native, "collated" if collate else None, processes
+    if isinstance(dataset, _gpufeed.Dataset):
+        structure = getattr(dataset, "_gpufeed_structure", None) or (
+            "dict", dict, [n for n, _, _ in dataset.fields],
+            [("leaf", i) for i in range(len(dataset.fields))])
+        if worker_init_fn is not None:
+            say_once("worker_init_fn", "worker_init_fn: not called for gpufeed.datasets, "
+                     "whose workers run no Python")
+        return dataset, structure, None
+    native = _gpufeed.PythonDataset(dataset, worker_init_fn)
+    _gpufeed.log("info", f"{max(1, num_workers)} worker threads: {why}")
+    return native, None, None
