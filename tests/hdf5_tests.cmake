@@ -1,7 +1,9 @@
-# The HDF5 dataset's suite: writes its own fixtures through the HDF5 C API (and zlib, to test the
-# inflate step on its own).
-gpufeed_add_suite(hdf5)
-target_link_libraries(hdf5_test PRIVATE HDF5::HDF5 ZLIB::ZLIB)
+# The HDF5 dataset's suites: they write their own fixtures through the HDF5 C API
+# (support/hdf5_files.hpp), and zlib tests the inflate step on its own.
+foreach(suite hdf5 hdf5_fallback hdf5_errors hdf5_filters)
+  gpufeed_add_suite(${suite} support/hdf5_files.hpp)
+  target_link_libraries(${suite}_test PRIVATE HDF5::HDF5 ZLIB::ZLIB)
+endforeach()
 
 # libFuzzer target for opening and reading HDF5 files (clang only; not a CTest test: scripts/test
 # runs it for a fixed number of runs in build-fuzz/, where the whole tree is instrumented).

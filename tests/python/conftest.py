@@ -1,7 +1,7 @@
 import os
 import sys
 
-# The suites import samples.py from this folder.
+# The suites import samples.py and processes.py from this folder.
 sys.path.insert(0, os.path.dirname(__file__))
 
 

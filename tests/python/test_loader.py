@@ -1,8 +1,9 @@
 """gpufeed.DataLoader against torch.utils.data.DataLoader: the same batches, orders, epochs,
-samplers, resumption, held batches and step information."""
+samplers, resumption, held batches, step information, worker information and argument checks.
+The bundled datasets are test_datasets.py's; statistics, diagnosis and traces are
+test_diagnosis.py's."""
 
 import os
-import time
 import warnings
 
 import numpy as np
@@ -37,44 +38,6 @@ def test_a_sequential_sampler_is_the_plain_order():
     data = Indices(10)
     got = indices_of(gpufeed.DataLoader(data, batch_size=3, sampler=SequentialSampler(data)))
     assert got == list(range(10))
-
-
-def test_in_memory_arrays_give_what_a_tensor_dataset_gives():
-    x = np.random.default_rng(1).standard_normal((50, 4)).astype(np.float32)
-    y = np.arange(50, dtype=np.int64)
-    ours = list(gpufeed.DataLoader(gpufeed.datasets.InMemory([x, torch.from_numpy(y)]),
-                                   batch_size=8, num_workers=2))
-    theirs = list(TorchLoader(torch.utils.data.TensorDataset(torch.from_numpy(x),
-                                                             torch.from_numpy(y)), batch_size=8))
-    for i, (a, b) in enumerate(zip(ours, theirs)):
-        assert_same(a, b, f"batch {i}")
-    as_dict = next(iter(gpufeed.DataLoader(gpufeed.datasets.InMemory({"x": x, "y": y}),
-                                           batch_size=8)))
-    assert list(as_dict) == ["x", "y"] and torch.equal(as_dict["x"], torch.from_numpy(x[:8]))
-
-
-def test_hdf5_rows_as_an_h5py_dataset_gives_them(tmp_path):
-    h5py = pytest.importorskip("h5py")
-    path = tmp_path / "data.h5"
-    rng = np.random.default_rng(2)
-    images = rng.integers(0, 255, (40, 5, 6, 3), dtype=np.uint8)
-    labels = rng.integers(0, 10, 40).astype(np.int64)
-    with h5py.File(path, "w") as f:
-        f.create_dataset("images", data=images, chunks=(8, 5, 6, 3), compression="gzip")
-        f.create_dataset("labels", data=labels)
-
-    class H5(torch.utils.data.Dataset):
-        def __len__(self):
-            return 40
-
-        def __getitem__(self, i):
-            with h5py.File(path, "r") as f:
-                return {"images": f["images"][i], "labels": f["labels"][i]}
-
-    ours = list(gpufeed.DataLoader(gpufeed.datasets.HDF5(path), batch_size=16, num_workers=2))
-    theirs = list(TorchLoader(H5(), batch_size=16))
-    for i, (a, b) in enumerate(zip(ours, theirs)):
-        assert_same(a, b, f"batch {i}")
 
 
 @pytest.mark.parametrize("workers", range(1, 9))
@@ -328,16 +291,6 @@ def test_worker_init_fn_runs_once_per_worker_before_its_reads(worker_type):
         assert set(samples.INIT_CALLS) <= {0, 1, 2, 3}
 
 
-def test_diagnosis_and_stats_are_there():
-    loader = gpufeed.DataLoader(gpufeed.datasets.Synthetic(400, [("x", "float32", [16])]),
-                                batch_size=8, num_workers=2)
-    batches = sum(1 for _ in loader)
-    stats = loader.stats()
-    assert stats["batches"] == batches == 50 and stats["samples"] == 400
-    d = loader.diagnose()
-    assert d.kind and d.sentence and str(d) == d.sentence
-
-
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: the GPU path is "
                     "checked on a GPU machine (scripts/device-check)")
 def test_cuda_batches_match_host_batches():
@@ -346,118 +299,6 @@ def test_cuda_batches_match_host_batches():
     on_gpu = list(gpufeed.DataLoader(data, batch_size=8, device="cuda"))
     assert all(b.is_cuda for b in on_gpu)
     assert [b.cpu().tolist() for b in on_gpu] == host
-
-
-def test_the_diagnosis_names_the_gil_when_python_work_serializes_the_workers():
-    class PurePython(torch.utils.data.Dataset):
-        def __len__(self):
-            return 240
-
-        def __getitem__(self, i):
-            total = 0
-            for k in range(20_000):  # bytecode: holds the GIL throughout
-                total += k * i
-            return np.int64(total % 7)
-
-    loader = gpufeed.DataLoader(PurePython(), batch_size=4, num_workers=4, worker_type="thread")
-    for _ in loader:
-        pass
-    d = loader.diagnose()
-    assert d.kind == "gil_bound", d
-    assert "GIL" in d.sentence and "gpufeed.datasets" in d.sentence
-    assert d.sentence.endswith(".)")  # the core's own sentence, whole, after it
-    times = loader._native_dataset.gil_times()
-    assert times["reads"] >= 240 and times["wait_s"] > 0  # workers run ahead into epoch 1
-
-
-class HoldsTheGil(torch.utils.data.Dataset):
-    """About a millisecond of bytecode per sample: the reading thread holds the GIL."""
-
-    def __len__(self):
-        return 800
-
-    def __getitem__(self, i):
-        total = 0
-        for k in range(20_000):
-            total += k ^ i
-        return np.int64(total % 5)
-
-
-@pytest.mark.parametrize("worker_type", WORKER_TYPES)
-def test_worker_threads_holding_the_gil_are_named_even_without_a_data_wait(worker_type):
-    # The loop's "GPU step" releases the GIL and is long enough for the workers to keep up, so
-    # the loop hardly waits for data (the core alone says gpu_bound); but worker threads hold
-    # the GIL for much of the run, which the loop's own Python waits for.
-    loader = gpufeed.DataLoader(HoldsTheGil(), batch_size=8, num_workers=2, prefetch_depth=8,
-                                worker_type=worker_type)
-    for _ in loader:
-        time.sleep(0.01)
-    d = loader.diagnose()
-    if worker_type == "thread":
-        assert d.kind == "gil_bound", d
-        assert "held Python's GIL" in d.sentence and "worker_type='process'" in d.sentence
-    else:  # each worker process has a GIL of its own
-        assert d.kind != "gil_bound", d
-
-
-def test_autotune_lets_gpufeed_choose_workers_and_depth():
-    loader = gpufeed.DataLoader(Indices(300), batch_size=6, shuffle=True, seed=2, autotune=True)
-    assert sorted(indices_of(loader)) == list(range(300))
-    stats = loader.stats()
-    assert stats["autotuned"] and stats["worker_threads"] >= 1
-
-
-def test_a_dataset_that_releases_the_gil_is_not_called_gil_bound():
-    class Sleeps(torch.utils.data.Dataset):
-        def __len__(self):
-            return 160
-
-        def __getitem__(self, i):
-            time.sleep(0.002)  # storage latency: the GIL is released while it waits
-            return np.int64(i)
-
-    loader = gpufeed.DataLoader(Sleeps(), batch_size=4, num_workers=2)
-    for _ in loader:
-        pass
-    d = loader.diagnose()
-    assert d.kind != "gil_bound", d
-
-
-def test_every_bundled_dataset_says_its_fields(tmp_path):
-    assert gpufeed.datasets.Synthetic(5, [("x", "float32", [2]), ("y", "int64", [])]).fields == \
-        [("x", "float32", (2,)), ("y", "int64", ())]
-    memory = gpufeed.datasets.InMemory({"a": np.zeros((4, 3), np.uint8), "b": np.ones(4, bool)})
-    assert memory.fields == [("a", "uint8", (3,)), ("b", "bool", ())] and len(memory) == 4
-    h5py = pytest.importorskip("h5py")
-    with h5py.File(tmp_path / "f.h5", "w") as f:
-        f.create_dataset("images", data=np.zeros((6, 2, 2), np.float16))
-        f.create_dataset("labels", data=np.arange(6))
-    assert gpufeed.datasets.HDF5(tmp_path / "f.h5").fields == \
-        [("images", "float16", (2, 2)), ("labels", "int64", ())]
-
-
-def test_image_folder_gives_torchvisions_samples_in_its_order(tmp_path):
-    if not gpufeed._gpufeed.has_images:
-        pytest.skip("built without the image datasets (OpenCV)")
-    torchvision = pytest.importorskip("torchvision")
-    from PIL import Image
-
-    rng = np.random.default_rng(3)
-    for c, name in enumerate(["cat", "dog", "emu"]):
-        (tmp_path / name).mkdir()
-        for k in range(3 + c):
-            pixels = rng.integers(0, 255, (40 + 4 * k, 56, 3), dtype=np.uint8)
-            Image.fromarray(pixels).save(tmp_path / name / f"{k:02d}.png")
-    ours = gpufeed.datasets.ImageFolder(tmp_path, height=32, width=32, resize="center_crop",
-                                        resize_to=32)
-    theirs = torchvision.datasets.ImageFolder(str(tmp_path))
-    assert ours.classes == theirs.classes
-    assert [(p, l) for p, l in ours.samples] == [(p, l) for p, l in theirs.samples]
-    got = list(gpufeed.DataLoader(ours, batch_size=4, num_workers=2))
-    want = list(TorchLoader(theirs, batch_size=4, collate_fn=lambda b: [t for _, t in b]))
-    assert [b[1].tolist() for b in got] == want
-    first = got[0][0][0]  # uint8 HWC, the centre of the first image scaled to 32 px
-    assert first.shape == (32, 32, 3) and first.dtype == torch.uint8
 
 
 @pytest.mark.parametrize("worker_type", WORKER_TYPES)
@@ -515,29 +356,6 @@ def test_sampler_and_shuffle_is_refused_before_batch_sampler_as_torch_orders_its
     with pytest.raises(ValueError, match="^sampler option is mutually exclusive with shuffle"):
         gpufeed.DataLoader(data, batch_sampler=BatchSampler(sampler, 3, False), sampler=sampler,
                            shuffle=True)
-
-
-@pytest.mark.timeout(120)
-@pytest.mark.parametrize("worker_type", WORKER_TYPES)
-@pytest.mark.parametrize("sampled", [False, True])
-def test_write_trace_before_the_first_batch_returns_at_once(tmp_path, worker_type, sampled):
-    """Before the first batch there is no span to write: the trace has none, at once, rather
-    than waiting for a first sample that a worker thread reads only with the GIL the caller
-    holds, or for a sampler's order that iter() has not drawn yet."""
-    import json
-
-    data = Indices(16)
-    loader = gpufeed.DataLoader(data, batch_size=4, num_workers=1, worker_type=worker_type,
-                                trace_events=1000,
-                                sampler=RandomSampler(data) if sampled else None)
-    loader.write_trace(tmp_path / "before.json")
-    before = json.loads((tmp_path / "before.json").read_text())
-    assert [e for e in before["traceEvents"] if e["ph"] == "X"] == []
-    assert sorted(indices_of(loader)) == list(range(16))
-    loader.write_trace(tmp_path / "after.json")
-    after = json.loads((tmp_path / "after.json").read_text())
-    assert any(e["name"] == "consumer wait" for e in after["traceEvents"])
-    loader.close()
 
 
 def test_the_class_takes_a_type_argument_for_annotations():
