@@ -4,8 +4,8 @@
 // scale with the thread count even on a 2-core machine, so the model holds on a small CI box;
 // its margins are wide (a worker count the model needs physically, not a tuned number).
 
-#include "core/tuning/autotuner.hpp"
 #include "core/host_resources.hpp"
+#include "core/tuning/autotuner.hpp"
 #include "support/log_capture.hpp"
 #include "support/test_datasets.hpp"
 

@@ -15,7 +15,6 @@
 #include <utility>
 #include <vector>
 
-#include "core/workers/batch_fill.hpp"
 #include "core/device/device_layout.hpp"
 #include "core/device/device_path.hpp"
 #include "core/epochs/epoch_source.hpp"
@@ -23,6 +22,7 @@
 #include "core/metrics/loader_metrics.hpp"
 #include "core/ring/ring.hpp"
 #include "core/ring/ring_memory.hpp"
+#include "core/workers/batch_fill.hpp"
 #include "support/test_datasets.hpp"
 
 #if defined(GPUFEED_WITH_CUDA)

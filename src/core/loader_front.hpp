@@ -11,9 +11,9 @@
 #include <mutex>
 #include <optional>
 
-#include "gpufeed/dataset.hpp"
-#include "core/workers/layout_probe.hpp"
 #include "core/loader_core.hpp"
+#include "core/workers/layout_probe.hpp"
+#include "gpufeed/dataset.hpp"
 #include "gpufeed/options.hpp"
 #include "gpufeed/stats.hpp"
 

@@ -3,9 +3,9 @@
 // epoch's order), the effective batch, the workers and the ring's memory, the autotuner's start,
 // the chunk-aware shuffle, and a warning for an epoch without batches.
 
-#include "gpufeed/dataset.hpp"
 #include "core/epochs/epoch_source.hpp"
 #include "core/ring/ring_memory.hpp"
+#include "gpufeed/dataset.hpp"
 #include "gpufeed/detail/slot_layout.hpp"
 #include "gpufeed/options.hpp"
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <utility>
 
-#include "gpufeed/cuda/error.hpp"
 #include "core/units.hpp"
+#include "gpufeed/cuda/error.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::cuda {

@@ -13,19 +13,19 @@
 #include <utility>
 #include <vector>
 
+#include "core/device/device_stage.hpp"
+#include "core/device/teardown_queue.hpp"
+#include "core/host_resources.hpp"
+#include "core/metrics/latency_histogram.hpp"
+#include "core/nvtx.hpp"
+#include "core/ring/slot.hpp"
+#include "core/units.hpp"
+#include "cuda/transform_kernel.hpp"
 #include "gpufeed/cuda/buffer.hpp"
 #include "gpufeed/cuda/device.hpp"
 #include "gpufeed/cuda/error.hpp"
 #include "gpufeed/cuda/event.hpp"
 #include "gpufeed/cuda/stream.hpp"
-#include "core/device/device_stage.hpp"
-#include "core/host_resources.hpp"
-#include "core/metrics/latency_histogram.hpp"
-#include "core/nvtx.hpp"
-#include "core/ring/slot.hpp"
-#include "core/device/teardown_queue.hpp"
-#include "cuda/transform_kernel.hpp"
-#include "core/units.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/log.hpp"
 

@@ -5,8 +5,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "gpufeed/cuda/error.hpp"
 #include "cuda/transform_kernel.hpp"
+#include "gpufeed/cuda/error.hpp"
 
 namespace gpufeed::detail {
 

@@ -9,9 +9,9 @@
 #include <cstdint>
 #include <memory>
 
-#include "gpufeed/batch_plan.hpp"
-#include "core/ring/cursor.hpp"
 #include "core/epochs/given_order.hpp"
+#include "core/ring/cursor.hpp"
+#include "gpufeed/batch_plan.hpp"
 #include "gpufeed/epoch_order.hpp"
 #include "gpufeed/loader_state.hpp"
 #include "gpufeed/options.hpp"

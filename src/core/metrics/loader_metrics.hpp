@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "core/cache_line.hpp"
-#include "core/ring/cursor.hpp"
 #include "core/metrics/latency_histogram.hpp"
+#include "core/metrics/trace_recorder.hpp"
+#include "core/ring/cursor.hpp"
 #include "core/ring/lease.hpp"
 #include "core/ring/ring.hpp"
-#include "core/metrics/trace_recorder.hpp"
 #include "gpufeed/stats.hpp"
 
 namespace gpufeed::detail {

@@ -31,8 +31,8 @@
 #include <string>
 #include <vector>
 
-#include "core/ring/cursor.hpp"
 #include "core/epochs/epoch_source.hpp"
+#include "core/ring/cursor.hpp"
 #include "core/ring/slot.hpp"
 
 namespace gpufeed::detail {

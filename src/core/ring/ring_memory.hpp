@@ -8,10 +8,10 @@
 #include <exception>
 #include <memory>
 
-#include "core/tuning/autotuner.hpp"
 #include "core/device/device_path.hpp"
 #include "core/host_resources.hpp"
 #include "core/ring/slot.hpp"
+#include "core/tuning/autotuner.hpp"
 #include "gpufeed/detail/slot_layout.hpp"
 #include "gpufeed/options.hpp"
 

@@ -11,11 +11,11 @@
 #include <memory>
 #include <vector>
 
-#include "gpufeed/batch_plan.hpp"
 #include "core/cache_line.hpp"
-#include "core/ring/cursor.hpp"
 #include "core/epochs/given_order.hpp"
+#include "core/ring/cursor.hpp"
 #include "core/ring/lease.hpp"
+#include "gpufeed/batch_plan.hpp"
 
 namespace gpufeed::detail {
 

@@ -11,8 +11,8 @@
 #include <optional>
 #include <string>
 
-#include "core/tuning/autotuner.hpp"
 #include "core/metrics/loader_metrics.hpp"
+#include "core/tuning/autotuner.hpp"
 #include "gpufeed/options.hpp"
 
 namespace gpufeed::detail {

@@ -11,13 +11,13 @@
 #include <exception>
 #include <vector>
 
-#include "gpufeed/dataset.hpp"
 #include "core/device/device_path.hpp"
 #include "core/epochs/epoch_source.hpp"
 #include "core/metrics/loader_metrics.hpp"
 #include "core/ring/slot.hpp"
-#include "gpufeed/detail/slot_layout.hpp"
 #include "core/workers/staged_reads.hpp"
+#include "gpufeed/dataset.hpp"
+#include "gpufeed/detail/slot_layout.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/options.hpp"
 

@@ -4,8 +4,8 @@
 #include <string>
 #include <utility>
 
-#include "core/workers/batch_fill.hpp"
 #include "core/loader_core.hpp"
+#include "core/workers/batch_fill.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/sampler.hpp"
 

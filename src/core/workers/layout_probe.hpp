@@ -28,10 +28,10 @@
 #include <thread>
 #include <vector>
 
-#include "gpufeed/dataset.hpp"
-#include "core/ring/cursor.hpp"
 #include "core/epochs/epoch_source.hpp"
+#include "core/ring/cursor.hpp"
 #include "core/workers/staged_reads.hpp"
+#include "gpufeed/dataset.hpp"
 #include "gpufeed/epoch_order.hpp"
 #include "gpufeed/loader_state.hpp"
 #include "gpufeed/options.hpp"

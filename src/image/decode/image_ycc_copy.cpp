@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "../image_rgb_store.hpp"
-#include "image/resample/image_resize.hpp"
 #include "gpufeed/error.hpp"
+#include "image/resample/image_resize.hpp"
 
 namespace gpufeed::detail {
 
