@@ -179,9 +179,7 @@ compare_dataset make_compare_dataset(dataset_choice const& choice, dataset_optio
       auto data = std::make_shared<gpufeed::image_folder>(choice.path, options);
       // libtorch users decode the whole image at full size (cv::imread), then crop, resize and
       // convert: none of the image path's decode shortcuts on that side.
-      options.reduced_decoding = false;
-      options.cropped_decoding = false;
-      options.planar_decoding = false;
+      options.full_decoding = true;
       out.torch_cpp_data = std::make_shared<gpufeed::image_folder>(choice.path, options);
       out.image_to_float = true;
       out.description = {{"kind", "images"},

@@ -90,7 +90,7 @@ void resize_ycc(benchmark::State& state) {
 // The whole of a width x height image (RandomResizedCrop with scale 1, gpufeed-bench decode's
 // `whole` case): 320 x 256 is its generated set's size, where the chroma (160 x 128) is enlarged
 // by 7/5 and 7/4, which makes every seventh output row and column a copy of an input one;
-// 1600 x 1200 is a reduction by 5-7 (15 taps: as without reduced_decoding).
+// 1600 x 1200 is a reduction by 5-7 (15 taps: as where DCT scaling is off).
 void resize_ycc_whole(benchmark::State& state) {
   int const width = static_cast<int>(state.range(0));
   int const height = static_cast<int>(state.range(1));

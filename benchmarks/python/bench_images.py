@@ -9,9 +9,10 @@ least 3x torch (median of the per-repeat ratios), in both cases:
 
 torch's side ends with PILToTensor (uint8 CHW, what gpufeed delivers as uint8 HWC; ToTensor
 would add a float conversion gpufeed does on the GPU). A third peer, gpufeed_full_decode, turns
-gpufeed's reduced-size JPEG decoding off (reduced_decoding=False), to show how much of the
-ratio comes from it (the pair gpufeed/gpufeed_full_decode says it directly; at 224 on these
-images DCT scaling hardly ever applies, at --size 112 it does for most crops). --size S makes
+gpufeed's decode shortcuts off (full_decoding=True: every JPEG decoded whole, at full size, to
+RGB, as PIL does), to show how much of the ratio comes from them (the pair
+gpufeed/gpufeed_full_decode says it directly; at 224 on these images DCT scaling hardly ever
+applies, at --size 112 it does for most crops). --size S makes
 the output S x S (torch: RandomResizedCrop(S), Resize(round(S * 256 / 224)) + CenterCrop(S));
 the goal is judged at 224 only. With --size other than 224 the report is named images-S.json.
 
@@ -51,7 +52,7 @@ def torch_loader(root, case, batch_size, workers, size=224):
                                        pin_memory=torch.cuda.is_available(), drop_last=True)
 
 
-def gpufeed_loader(root, case, batch_size, workers, reduced_decoding=True, size=224):
+def gpufeed_loader(root, case, batch_size, workers, full_decoding=False, size=224):
     import gpufeed
 
     if case == "train":
@@ -60,7 +61,7 @@ def gpufeed_loader(root, case, batch_size, workers, reduced_decoding=True, size=
     else:
         options = dict(resize="center_crop", resize_to=resize_side(size))
     data = gpufeed.datasets.ImageFolder(root, height=size, width=size,
-                                        reduced_decoding=reduced_decoding, **options)
+                                        full_decoding=full_decoding, **options)
     return gpufeed.DataLoader(data, batch_size=batch_size, shuffle=True, num_workers=workers,
                               persistent_workers=True, drop_last=True)
 
@@ -86,7 +87,7 @@ def main():
         streams = {"torch": paired.start(loaders["torch"], a.warmup)}
         loaders["gpufeed"] = gpufeed_loader(root, case, a.batch_size, a.workers, size=a.size)
         loaders["gpufeed_full_decode"] = gpufeed_loader(root, case, a.batch_size, a.workers,
-                                                        reduced_decoding=False, size=a.size)
+                                                        full_decoding=True, size=a.size)
         for n in ("gpufeed", "gpufeed_full_decode"):
             streams[n] = paired.start(loaders[n], a.warmup)
         counts = {"gpufeed": a.gpufeed_batches, "gpufeed_full_decode": a.gpufeed_batches,

@@ -104,10 +104,10 @@ class GpufeedFeed(Feed):
     name = "gpufeed"
 
     def __init__(self, folder, train, augment, batch_size, workers, seed, device,
-                 reduced_decoding=True, show_progress=False):
+                 full_decoding=False, show_progress=False):
         super().__init__()
         a = augment
-        options = dict(height=a.size, width=a.size, reduced_decoding=reduced_decoding)
+        options = dict(height=a.size, width=a.size, full_decoding=full_decoding)
         if train:
             options.update(resize="random_resized_crop", scale=a.scale, ratio=a.ratio,
                            horizontal_flip=True,

@@ -156,8 +156,9 @@ def parse_flags(argv):
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                    help="where the training step runs (auto: cuda when torch sees a GPU)")
     p.add_argument("--full-decode", action="store_true",
-                   help="gpufeed decodes every JPEG at full size, as PIL does (by default it "
-                   "may decode at 1/2, 1/4 or 1/8 size when the crop allows)")
+                   help="gpufeed decodes every JPEG whole, at full size, to RGB, as PIL does "
+                   "(by default it decodes only the part the crop needs, at 1/2, 1/4 or 1/8 "
+                   "size when the crop allows)")
     p.add_argument("--progress", action="store_true",
                    help="draw gpufeed's progress line (gpufeed.progress) during its epochs")
     p.add_argument("--json", help="also write the results to this JSON file")
@@ -244,7 +245,7 @@ def make_runs(args, device, train, val):
     augment = Augmentation(args.image_size)
     common = dict(augment=augment, batch_size=args.batch_size, workers=args.workers,
                   seed=args.seed, device=device)
-    gpufeed_extra = dict(reduced_decoding=not args.full_decode)
+    gpufeed_extra = dict(full_decoding=args.full_decode)
     runs = []
     if args.loader in ("torch", "both"):
         runs.append((TorchFeed(train, True, **common),

@@ -2,10 +2,14 @@
 that never take the GIL. Keyword arguments are named as their C++ options.
 
 - ``ImageFolder(root, height=224, width=224, resize="center_crop", resize_to=0, scale=(0.08, 1),
-  ratio=(3/4, 4/3), horizontal_flip=False, jitter=None, reduced_decoding=True,
+  ratio=(3/4, 4/3), horizontal_flip=False, jitter=None, full_decoding=False,
   check_whole_file=True)``: torchvision's folder-per-class layout; batches are
-  ``[images, labels]``: uint8 [N, H, W, 3] and int64 [N]. ``check_whole_file=False`` stops each
-  JPEG's decode after the last row the crop needs: faster, but damage below the crop goes
+  ``[images, labels]``: uint8 [N, H, W, 3] and int64 [N]. ``full_decoding=True`` decodes every
+  JPEG whole, at full size, to RGB, then crops and resamples: the reference pixels of PIL and
+  torchvision, and the slowest path; by default only the part the crop needs is decoded, at
+  1/2-1/8 scale where the crop is that much larger than the output and to YCbCr planes where it
+  is resampled anyway: nearly the same pixels, much faster. ``check_whole_file=False`` stops
+  each JPEG's decode after the last row the crop needs: faster, but damage below the crop goes
   unnoticed (docs/datasets-images.md).
 - ``FileList(csv, ...)``: the images a ``path,label`` CSV lists; same options and batches.
 - ``HDF5(path, fields=None, cache_chunks=8, force_h5dread=False)``: rows of HDF5 datasets;

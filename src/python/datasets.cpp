@@ -121,14 +121,14 @@ image_options image_options_from(py::dict const& kwargs) {
                                 "'; the keys are brightness, contrast, saturation, hue"};
         }
       }
-    } else if (key == "reduced_decoding") {
-      o.reduced_decoding = v.cast<bool>();
+    } else if (key == "full_decoding") {
+      o.full_decoding = v.cast<bool>();
     } else if (key == "check_whole_file") {
       o.check_whole_file = v.cast<bool>();
     } else {
       throw py::value_error{"unknown image option '" + key +
                             "'; the options are height, width, size, resize, resize_to, scale, "
-                            "ratio, horizontal_flip, jitter, reduced_decoding, check_whole_file"};
+                            "ratio, horizontal_flip, jitter, full_decoding, check_whole_file"};
     }
   }
   return o;

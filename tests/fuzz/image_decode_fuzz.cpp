@@ -22,6 +22,7 @@
 #include "gpufeed/datasets/image_options.hpp"
 #include "gpufeed/detail/image_pipeline.hpp"
 #include "gpufeed/error.hpp"
+#include "image/pipeline/decode_strategy.hpp"
 
 namespace {
 
@@ -74,9 +75,9 @@ extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size
   o.resize = (mode & 0x10U) != 0 ? gpufeed::resize_mode::random_resized_crop
                                  : gpufeed::resize_mode::center_crop;
   o.horizontal_flip = (mode & 0x20U) != 0;
-  o.reduced_decoding = (mode & 0x40U) == 0;
   if ((mode & 0x80U) != 0) o.jitter = {0.4F, 0.4F, 0.4F, 0.1F};
   o.check_whole_file = (seed >> 63U) == 0;  // the mode's bits are all taken
+  gpufeed::detail::scoped_decode_strategy const strategy{{.reduced = (mode & 0x40U) == 0}};
   gpufeed::detail::image_pipeline const pipeline{o};
   std::vector<std::uint8_t> out(pipeline.bytes());
   try {

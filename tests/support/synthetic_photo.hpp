@@ -1,6 +1,6 @@
 #pragma once
 // Photograph-like synthetic pictures, drawn with OpenCV: the one generator behind the image
-// suites' fixtures (tests/image_decode_test.cpp), `gpufeed-bench decode`'s generated set
+// suites' fixtures (tests/support/jpeg_test_images.hpp), `gpufeed-bench decode`'s generated set
 // (benchmarks/gpufeed_bench/decode_images.cpp) and the train_classifier example's textures
 // (examples/train_classifier/synthetic_images.cpp). Header-only, so that each compiles it in
 // without a library of its own (the example also builds on its own, from this tree, against an

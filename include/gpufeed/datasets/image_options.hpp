@@ -59,23 +59,20 @@ struct image_options {
   bool horizontal_flip = false;
   /// Color jitter (off by default).
   color_jitter jitter{};
-  /// Let JPEGs be decoded at 1/2, 1/4 or 1/8 size (libjpeg's DCT scaling) when the crop is
-  /// that much larger than the output: much faster, and nearly the same pixels.
-  bool reduced_decoding = true;
-  /// Decode (inverse DCT, upsampling, colour conversion) only the rows and columns of a JPEG
-  /// that the crop needs; the pixels inside the crop are those of a whole decode.
-  bool cropped_decoding = true;
-  /// Where the crop is resampled anyway, decode a YCbCr JPEG to its planes (no upsampling or
-  /// colour conversion in libjpeg), resample each at its own resolution and convert to RGB at the
-  /// output size: faster, with chroma that differs from a full RGB decode's by under a grey
-  /// level on average (more at sharp colour edges). A baseline JPEG's planes are decoded only in
-  /// the blocks under the crop, whatever its size (built with libjpeg-turbo 2.1 or later); a
-  /// progressive JPEG's whole, so only crops covering half its area or more (any part without
-  /// cropped_decoding) take this path, the smaller ones cropped_decoding's. A crop that is a plain
-  /// copy (the output's size, whole pixels) is decoded to its planes too and converted with
-  /// libjpeg's own upsampling and colour arithmetic: the same pixels as the RGB decode, with less
-  /// work.
-  bool planar_decoding = true;
+  /// Decode every JPEG whole, at full size, to RGB, then crop and resample: the reference pixels
+  /// (a whole decode followed by the resampler, as PIL and torchvision), and the slowest path.
+  /// false (the default): decode only the rows and columns the crop needs (the pixels inside it
+  /// are exactly a whole decode's); at 1/2, 1/4 or 1/8 size (libjpeg's DCT scaling) where the
+  /// crop is that much larger than the output (nearly the same pixels: under 3 grey levels on
+  /// average from a full decode and the same resize); and, where the crop is resampled anyway, a
+  /// YCbCr JPEG to its planes, resampled each at its own resolution and converted to RGB at the
+  /// output size (chroma within a grey level of a full RGB decode's on average, more at sharp
+  /// colour edges). A crop that is a plain copy (the output's size, whole pixels) gets the same
+  /// pixels either way, and PNG is decoded whole either way. Much faster: on 320-500 px
+  /// photographs, crops of 25-100 % of the area to 64 x 64, the default decodes 9 % of the pixels
+  /// and costs 0.33 ms of CPU per image against 1.32 ms for `cv::imread`'s whole decode
+  /// (docs/benchmarks/demo).
+  bool full_decoding = false;
   /// Read each JPEG's compressed data to the end of the image (true, the default), so that damage
   /// or truncation anywhere in the file is an error, even below the crop, as PIL fails on a
   /// truncated file. false: stop decoding after the last row the crop needs and check only the
@@ -83,9 +80,9 @@ struct image_options {
   /// further down (another epoch's crop that reaches it still fails). What is gained is the
   /// entropy decoding of the rows under the crop: 5-13 % more images/s with random crops and
   /// 4-7 % with the centre crop on 400-500 px photographs, none for crops that reach the bottom
-  /// (`gpufeed-bench decode`, docs/benchmarks/decode). Baseline JPEGs on the cropped or
-  /// planar path only: a progressive JPEG is read whole either way, as is every row on the RGB
-  /// path without cropped_decoding; PNG is always decoded whole.
+  /// (`gpufeed-bench decode`, docs/benchmarks/decode). Baseline JPEGs without full_decoding
+  /// only: a progressive JPEG is read whole either way, as is every row of a full decode; PNG is
+  /// always decoded whole.
   bool check_whole_file = true;
 };
 
@@ -99,7 +96,7 @@ struct image_stage_times {
   double jitter_s = 0;               ///< colour jitter
   std::uint64_t decoded_pixels = 0;  ///< pixels decoded (after DCT scaling and cropping)
   std::uint64_t source_pixels = 0;   ///< the same images' pixels at full size
-  std::uint64_t planar_images = 0;   ///< images decoded to YCbCr planes (planar_decoding)
+  std::uint64_t planar_images = 0;   ///< images decoded to YCbCr planes (not full_decoding)
 };
 
 /// @brief One image of an image dataset: its path and its label.

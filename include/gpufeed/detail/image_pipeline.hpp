@@ -18,34 +18,13 @@
 
 namespace gpufeed::detail {
 
+/// Which decode shortcuts a pipeline takes (src/image/pipeline/decode_strategy.hpp).
+struct decode_strategy;
+
 /// @brief Reads a whole file into `buffer` (resized to fit) with POSIX open/read.
 /// @throws file_error naming `path` (with the system's reason) if it cannot be opened or read,
 /// or if it is empty.
 void read_file(std::string const& path, std::vector<unsigned char>& buffer);
-
-/// @brief The DCT scaling of a JPEG decode for a crop of `crop_width` x `crop_height` source
-/// pixels: the reduction (8, 4 or 2) that leaves the crop at least the output's size, the largest
-/// such, else 1 (always 1 without `image_options::reduced_decoding`).
-///
-/// Only 1/2, 1/4 and 1/8: libjpeg-turbo's other M/8 scales (3/8, 5/8, 6/8, 7/8) would decode
-/// fewer pixels still, but their inverse DCTs (and the 12x12 or 10x10 ones of subsampled chroma
-/// there) have no SIMD code. Tried on 400-500 px photograph-like JPEGs to 224 px with
-/// `gpufeed-bench decode` (docs/benchmarks/decode), a 6/8 or 5/8 decode of half the
-/// pixels took about 30 % longer than the 8/8 decode of all of them.
-[[nodiscard]] int jpeg_reduction(image_options const& options, double crop_width,
-                                 double crop_height) noexcept;
-
-/// @brief The share of the (DCT-scaled) image a crop must cover for the planar decode
-/// (`image_options::planar_decoding`) of a JPEG whose planes are decoded whole (progressive, or
-/// built without libjpeg-turbo's internal header: not jpeg_reader::decodes_planes_in_part());
-/// smaller crops of those are decoded cropped, to RGB. Baseline JPEGs take the planar path
-/// whatever the share: decoding only the iMCUs under the crop, RandomResizedCrop to 224 gives
-/// 2.5-9 % more images/s than with this threshold, to 112 0.997-1.035 (`gpufeed-bench decode`).
-/// For planes decoded whole, on 400-500 px JPEGs to 224 px: at the 64 % of Resize(256) +
-/// CenterCrop(224) the planar path costs about 12 % less CPU per image (all rows and columns,
-/// but no chroma upsampling or colour conversion at full size, and a cheaper resize); below
-/// 50 % no difference is measurable.
-inline constexpr double planar_min_share = 0.5;
 
 using stage_clock = std::chrono::steady_clock;
 
@@ -80,6 +59,8 @@ class image_stage_counters {
 /// argument.
 class image_pipeline {
  public:
+  /// @brief Decodes with the shortcuts `options.full_decoding` allows (or those a
+  /// scoped_decode_strategy of this thread sets).
   /// @throws logic_error on options out of range (naming the option and its value).
   explicit image_pipeline(image_options options);
 
@@ -102,6 +83,9 @@ class image_pipeline {
 
  private:
   image_options options_;
+  // Fixed at construction and shared by the copies; held by pointer so that the public headers
+  // that hold a pipeline need not see the strategy.
+  std::shared_ptr<decode_strategy const> strategy_;
   std::shared_ptr<image_stage_counters> counters_;
 };
 

@@ -19,10 +19,11 @@
 #include <system_error>
 #include <utility>
 
-#include "image/jitter/image_jitter.hpp"
-#include "image/resample/image_resize.hpp"
-#include "image/decode/jpeg_decode.hpp"
 #include "gpufeed/error.hpp"
+#include "image/decode/jpeg_decode.hpp"
+#include "image/jitter/image_jitter.hpp"
+#include "image/pipeline/decode_strategy.hpp"
+#include "image/resample/image_resize.hpp"
 
 namespace gpufeed::detail {
 
@@ -177,14 +178,6 @@ void apply_jitter(color_jitter const& j, std::span<std::uint8_t> out, int height
 
 }  // namespace
 
-int jpeg_reduction(image_options const& options, double crop_width, double crop_height) noexcept {
-  if (!options.reduced_decoding) return 1;
-  for (int f : {8, 4, 2}) {
-    if (crop_width / f >= options.width && crop_height / f >= options.height) return f;
-  }
-  return 1;
-}
-
 void read_file(std::string const& path, std::vector<unsigned char>& buffer) {
   file_descriptor fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (fd.get() < 0) {
@@ -216,7 +209,9 @@ void read_file(std::string const& path, std::vector<unsigned char>& buffer) {
 }
 
 image_pipeline::image_pipeline(image_options options)
-    : options_{options}, counters_{std::make_shared<image_stage_counters>()} {
+    : options_{options},
+      strategy_{std::make_shared<decode_strategy const>(decode_strategy_for(options))},
+      counters_{std::make_shared<image_stage_counters>()} {
   auto const& o = options_;
   GPUFEED_EXPECTS(o.height >= 1 && o.height <= max_side,
                   "image_options::height is " + std::to_string(o.height) + "; allowed 1 .. 16384");
@@ -272,7 +267,8 @@ struct decoded_image {
 // Not cv::imdecode: it lets libjpeg decode damaged scan data into a garbled picture with only a
 // warning on stderr, and it decodes the whole image at full size, to RGB.
 decoded_image decode_jpeg(std::span<unsigned char const> encoded, std::string const& name,
-                          image_options const& o, random_stream& rng) {
+                          image_options const& o, decode_strategy const& strategy,
+                          random_stream& rng) {
   jpeg_reader reader{encoded, name};
   // Without check_whole_file a truncated file fails only where the decode reaches its end.
   if (o.check_whole_file && !reader.complete()) {
@@ -287,7 +283,7 @@ decoded_image decode_jpeg(std::span<unsigned char const> encoded, std::string co
   d.source = {reader.width(), reader.height()};
   if (d.source.width <= 0 || d.source.height <= 0) throw file_error(name, "the JPEG has no pixels");
   crop_area const box = plan_crop(o, d.source, rng);
-  int const reduction = jpeg_reduction(o, box.width, box.height);
+  int const reduction = jpeg_reduction(o, strategy, box.width, box.height);
   if (reduction > 1) reader.set_reduction(reduction);
   d.area = scaled(box, d.source, {reader.decoded_width(), reader.decoded_height()});
   // The planar path decodes the iMCUs under the crop to YCbCr planes, where it can
@@ -301,10 +297,10 @@ decoded_image decode_jpeg(std::span<unsigned char const> encoded, std::string co
   double const covered = d.area.width * d.area.height /
                          (static_cast<double>(reader.decoded_width()) * reader.decoded_height());
   bool const copy = is_copy(d.area, o.width, o.height);
-  bool const planar = o.planar_decoding && reader.planar() &&
-                      (copy ? reader.planes_copy_exactly()
-                            : reader.decodes_planes_in_part() || covered >= planar_min_share ||
-                                  !o.cropped_decoding);
+  bool const planar =
+      strategy.planar && reader.planar() &&
+      (copy ? reader.planes_copy_exactly()
+            : reader.decodes_planes_in_part() || covered >= planar_min_share || !strategy.cropped);
   if (planar) {
     d.ycc = reader.decode_planes(
         planes, planes_read(d.area, o.width, o.height, reader.planes_chroma_steps()));
@@ -313,7 +309,7 @@ decoded_image decode_jpeg(std::span<unsigned char const> encoded, std::string co
     return d;
   }
   pixel_rect want{0, 0, reader.decoded_width(), reader.decoded_height()};
-  if (o.cropped_decoding) {
+  if (strategy.cropped) {
     int const x0 = static_cast<int>(std::floor(d.area.x));
     int const y0 = static_cast<int>(std::floor(d.area.y));
     want = {x0, y0, static_cast<int>(std::ceil(d.area.x + d.area.width)) - x0,
@@ -370,8 +366,9 @@ void image_pipeline::transform(std::span<unsigned char const> encoded, std::stri
   random_stream rng{seed};
   auto const started = stage_clock::now();
   try {
-    decoded_image const d = looks_like_jpeg(encoded) ? decode_jpeg(encoded, name, o, rng)
-                                                     : decode_png(encoded, name, o, rng);
+    decoded_image const d = looks_like_jpeg(encoded)
+                                ? decode_jpeg(encoded, name, o, *strategy_, rng)
+                                : decode_png(encoded, name, o, rng);
     auto const decoded_at = stage_clock::now();
     bool const flip = o.horizontal_flip && (rng.next() >> 63U) != 0;
     if (d.ycc) {

@@ -137,7 +137,7 @@ void rgbx_row_to_rgb(std::uint8_t const* rgbx, int width, bool mirror, std::uint
 /// centres them), then converted to RGB (BT.601 full range, as JPEG's) at the output size.
 /// `area` is in the image's pixels. The chroma then differs from that of a full-size RGB decode
 /// resampled the same way by how libjpeg's upsampling interpolates it: a grey level or two on
-/// average, more at sharp colour edges (tests/image_decode_test.cpp measures it). A copy (see
+/// average, more at sharp colour edges (tests/image_planar_test.cpp measures it). A copy (see
 /// is_copy) of planes ycc_copy_supported takes is copy_ycc_to_rgb: libjpeg's own pixels.
 /// @throws logic_error for an area outside the image or one that reads samples outside those
 /// decoded.
