@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "gpufeed/log.hpp"
@@ -29,6 +30,49 @@ void add_common_options(CLI::App& command, common_options& options) {
   add_value(command, "--batches", options.batches, "Timed batches per run (after the warm-up)", "N")
       ->check(CLI::PositiveNumber);
   add_output_options(command, options.json_path, options.verbose);
+}
+
+CLI::App* add_command(CLI::App& app, command_help const& help) {
+  CLI::App* command = app.add_subcommand(help.name, help.description);
+  command->footer(help.footer);
+  return command;
+}
+
+CLI::App* add_command(CLI::App& app, command_help const& help, common_options& options) {
+  CLI::App* command = add_command(app, help);
+  add_common_options(*command, options);
+  auto const reword = [command](char const* name, std::string const& description) {
+    if (!description.empty()) command->get_option(name)->description(description);
+  };
+  reword("--batch-size", help.batch_size);
+  reword("--workers", help.workers);
+  reword("--batches", help.batches);
+  return command;
+}
+
+CLI::Option* add_choice(CLI::App& command, std::string name, std::string& value,
+                        std::string description, std::string type,
+                        std::vector<std::string> choices) {
+  return add_value(command, std::move(name), value, std::move(description), std::move(type))
+      ->check(CLI::IsMember(std::move(choices)));
+}
+
+CLI::Option* add_choice(CLI::App& command, std::string name, std::vector<std::string>& value,
+                        std::string description, std::string type,
+                        std::vector<std::string> choices) {
+  return add_list(command, std::move(name), value, std::move(description), std::move(type))
+      ->check(CLI::IsMember(std::move(choices)));
+}
+
+CLI::Option* add_repeats_option(CLI::App& command, std::size_t& repeats, std::string description) {
+  return add_value(command, "--repeats", repeats, std::move(description), "N")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1000}));
+}
+
+void add_repeat_options(CLI::App& command, std::size_t& repeats, std::string repeats_description,
+                        std::size_t& warmup, std::string warmup_description) {
+  add_repeats_option(command, repeats, std::move(repeats_description));
+  add_value(command, "--warmup", warmup, std::move(warmup_description), "N");
 }
 
 void add_output_options(CLI::App& command, std::string& json_path, bool& verbose) {
@@ -111,10 +155,6 @@ json config_of(CLI::App const& command) {
     }
   }
   return config;
-}
-
-void apply_log_level(common_options const& options) {
-  apply_log_level(options.verbose);
 }
 
 void apply_log_level(bool verbose) {

@@ -72,30 +72,34 @@ std::vector<double> rates(std::vector<peer_run> const& runs, std::uint64_t peer_
 }  // namespace
 
 CLI::App* add_compare_command(CLI::App& app, compare_config& config) {
-  CLI::App* command = app.add_subcommand(
-      "compare",
-      "gpufeed next to libtorch's torch::data::DataLoader (torch_cpp) and PyTorch's "
-      "torch.utils.data.DataLoader (torch_python) on the same data, batch size and workers");
-  add_common_options(*command, config.common);
+  CLI::App* command = add_command(
+      app,
+      {.name = "compare",
+       .description =
+           "gpufeed next to libtorch's torch::data::DataLoader (torch_cpp) and PyTorch's "
+           "torch.utils.data.DataLoader (torch_python) on the same data, batch size and workers",
+       .footer =
+           "Each repeat runs gpufeed, then torch_cpp, then torch_python, each a fresh loader: "
+           "--warmup untimed batches, then --batches timed ones, crossing epochs. The report gives "
+           "each peer's median over the repeats, and for each torch peer ratio = gpufeed samples/s "
+           "/ that peer's samples/s of the same repeat, the median over the repeats (the goals' "
+           "statistic). --python-batches can shorten the Python peer's runs. synthetic: "
+           "gpufeed::synthetic (image uint8 + label int64); libtorch's get() calls the same read "
+           "into fresh tensors; the Python peer makes as many pseudo-random bytes with numpy."},
+      config.common);
   add_dataset_options(*command, config.input, "this is gpufeed's (the torch peers always shuffle)");
-  add_value(*command, "--on-error", config.on_error,
-            "raise or skip a failing sample (gpufeed: error_policy; torch_python: a collate that "
-            "drops it; libtorch's loader cannot skip)",
-            "POLICY")
-      ->check(CLI::IsMember({"raise", "skip"}));
-  add_value(*command, "--peers", config.peers,
-            "Loaders to run, comma-separated: gpufeed, torch_cpp (libtorch's C++ loader; needs a "
-            "libtorch build), torch_python (PyTorch's, in --python)",
-            "PEER,...")
-      ->delimiter(',')
-      ->check(CLI::IsMember({"gpufeed", "torch_cpp", "torch_python"}));
-  add_value(*command, "--repeats", config.repeats,
-            "Rounds, each one run of every peer back to back; the report gives medians and the "
-            "median of the per-round ratios",
-            "N")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1000}));
-  add_value(*command, "--warmup", config.warmup,
-            "Untimed batches before each timed run (every peer, each run)", "N");
+  add_choice(*command, "--on-error", config.on_error,
+             "raise or skip a failing sample (gpufeed: error_policy; torch_python: a collate that "
+             "drops it; libtorch's loader cannot skip)",
+             "POLICY", {"raise", "skip"});
+  add_choice(*command, "--peers", config.peers,
+             "Loaders to run, comma-separated: gpufeed, torch_cpp (libtorch's C++ loader; needs a "
+             "libtorch build), torch_python (PyTorch's, in --python)",
+             "PEER,...", {"gpufeed", "torch_cpp", "torch_python"});
+  add_repeat_options(*command, config.repeats,
+                     "Rounds, each one run of every peer back to back; the report gives medians "
+                     "and the median of the per-round ratios",
+                     config.warmup, "Untimed batches before each timed run (every peer, each run)");
   add_value(*command, "--torch-cpp-batches", config.torch_cpp_batches,
             "Timed batches of the torch_cpp peer (0: --batches)", "N");
   add_value(*command, "--python-batches", config.python_batches,
@@ -105,20 +109,10 @@ CLI::App* add_compare_command(CLI::App& app, compare_config& config) {
             "The interpreter of the torch_python peer; it needs torch (and h5py / torchvision for "
             "those datasets)",
             "PATH");
-  command->footer(
-      "Each repeat runs gpufeed, then torch_cpp, then torch_python, each a fresh loader: "
-      "--warmup untimed batches, then --batches timed ones, crossing epochs. The report gives "
-      "each peer's median over the repeats, and for each torch peer ratio = gpufeed samples/s / "
-      "that peer's samples/s of the same repeat, the median over the repeats (the goals' "
-      "statistic). --python-batches can shorten the Python peer's runs. "
-      "synthetic: gpufeed::synthetic (image uint8 + label "
-      "int64); libtorch's get() calls the same read into fresh tensors; the Python peer makes "
-      "as many pseudo-random bytes with numpy.");
   return command;
 }
 
 report run_compare(compare_config const& config, std::ostream& progress) {
-  apply_log_level(config.common);
   auto const& common = config.common;
   auto const& input = config.input;
   auto const choice = parse_dataset(input.dataset);
@@ -219,7 +213,6 @@ report run_compare(compare_config const& config, std::ostream& progress) {
   }
 
   report rep;
-  rep.command = "compare";
   // What the run derived from its flags: the chunk window in effect (0 unless chunk-aware), and
   // each peer's run length.
   rep.config = {{"chunk_window", effective_chunk_window(input)},
@@ -263,9 +256,7 @@ report run_compare(compare_config const& config, std::ostream& progress) {
       } else if (!gpufeed_sps.empty()) {
         // A peer that failed in a repeat has fewer runs: the pairs are the repeats both ran.
         paired_rates const pairs{sps, gpufeed_sps};
-        result.ratio = pairs.ratio();
-        result.details["ratio_runs"] = pairs.ratios();
-        result.details["ratio_of_medians"] = pairs.ratio_of_medians();
+        set_paired_ratio(result, pairs);
         result.details["ratio_meaning"] =
             "median over the repeats of gpufeed samples_per_s / this loader's, same repeat";
         std::string per_repeat;
@@ -284,8 +275,8 @@ report run_compare(compare_config const& config, std::ostream& progress) {
   auto const add_goal = [&](std::string const& peer, double target) {
     for (auto const& result : rep.results) {
       if (result.loader == peer && result.ratio) {
-        rep.goals.push_back({"gpufeed/" + peer + " samples_per_s", ">=", target, *result.ratio,
-                             statistic::median_of_paired_ratios});
+        rep.goals.push_back(
+            paired_goal("gpufeed/" + peer + " samples_per_s", target, *result.ratio));
       }
     }
   };

@@ -14,12 +14,11 @@ void add_dataset_options(CLI::App& command, dataset_options& options,
             "hdf5:PATH:name1,name2 (those datasets) or images:DIR (a class-per-folder JPEG/PNG "
             "tree); hdf5 and images need HDF5 / OpenCV builds",
             "KIND");
-  add_value(command, "--order", options.order,
-            "Sample order: shuffle, chunk-aware (shuffle with chunk_window = --chunk-window; for "
-            "chunked HDF5) or sequential" +
-                (order_note.empty() ? std::string{} : "; " + order_note),
-            "ORDER")
-      ->check(CLI::IsMember({"shuffle", "chunk-aware", "sequential"}));
+  add_choice(command, "--order", options.order,
+             "Sample order: shuffle, chunk-aware (shuffle with chunk_window = --chunk-window; for "
+             "chunked HDF5) or sequential" +
+                 (order_note.empty() ? std::string{} : "; " + order_note),
+             "ORDER", {"shuffle", "chunk-aware", "sequential"});
   add_value(command, "--chunk-window", options.chunk_window,
             "Chunks drawn from together by --order chunk-aware (loader_options::chunk_window), in "
             "chunks; the HDF5 chunk cache holds twice as many (ignored under other orders)",

@@ -171,15 +171,29 @@ std::string pipeline_name(decode_case const& c, bool check_whole_file) {
 }  // namespace
 
 CLI::App* add_decode_command(CLI::App& app, decode_config& config) {
-  CLI::App* command = app.add_subcommand(
-      "decode",
-      "JPEG decode through the image datasets (read, decode, crop, resize into the batch) next "
-      "to libjpeg-turbo's own whole-image decode speed on the same files with as many threads");
-  add_common_options(*command, config.common);
-  command->get_option("--workers")
-      ->description(
-          "Loader worker threads, and the thread count of the decode limit (default: the CPUs "
-          "this process may use)");
+  CLI::App* command = add_command(
+      app,
+      {.name = "decode",
+       .description = "JPEG decode through the image datasets (read, decode, crop, resize into the "
+                      "batch) next to libjpeg-turbo's own whole-image decode speed on the same "
+                      "files with as many threads",
+       .footer =
+           "Each pair runs the decode limit, then the pipeline, on the same files, for the same "
+           "number of images (--batches x --batch-size). The limit: --workers threads decode whole "
+           "images from memory with libjpeg's API as tjbench -fastdct does (JDCT_IFAST unless "
+           "--limit-dct accurate, fancy upsampling, RGB), nothing else. The pipeline: a fresh "
+           "gpufeed::loader (shuffled) over gpufeed::image_folder, which reads each file, decodes "
+           "the iMCU rows and columns the crop covers (of a baseline JPEG to its Y/Cb/Cr planes; a "
+           "progressive one's small crops to RGB, its larger ones to planes whole) at the smallest "
+           "DCT scale that covers the output, and resizes into the batch. ratio = median over "
+           "pairs of pipeline images/s / limit images/s; goals: whole >= 0.9, the others >= 1.0, "
+           "for each pipeline --check-whole-file runs (with both, the stopping one's row also has "
+           "its median of paired ratios to the checked one). Per-image stage times, the share of "
+           "pixels decoded and the share of images decoded to planes (planar_image_share) come "
+           "from image_folder::stage_times().",
+       .workers = "Loader worker threads, and the thread count of the decode limit (default: the "
+                  "CPUs this process may use)"},
+      config.common);
   command
       ->add_option("--folder", config.folder,
                    "An image_folder (root/<class>/*.jpg) to measure (default: a generated set of "
@@ -199,53 +213,31 @@ CLI::App* add_decode_command(CLI::App& app, decode_config& config) {
       ->check(CLI::Range(8, 4096));
   add_value(*command, "--small-output", config.small_output, "Output side of random_small", "PX")
       ->check(CLI::Range(8, 4096));
-  add_value(*command, "--cases", config.cases,
-            "Which pipelines to measure, comma-separated: whole (RandomResizedCrop with scale 1: "
-            "the whole image resized), center (resize + centre crop), random (RandomResizedCrop + "
-            "flip), random_small (the same to --small-output)",
-            "LIST")
-      ->delimiter(',');
-  add_value(*command, "--repeats", config.repeats,
-            "Limit/pipeline pairs per case, interleaved; the goals are the median of their ratios",
-            "N")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1000}));
-  add_value(*command, "--warmup", config.warmup, "Untimed batches before each timed loader run",
-            "N");
+  add_list(*command, "--cases", config.cases,
+           "Which pipelines to measure, comma-separated: whole (RandomResizedCrop with scale 1: "
+           "the whole image resized), center (resize + centre crop), random (RandomResizedCrop + "
+           "flip), random_small (the same to --small-output)",
+           "LIST");
+  add_repeat_options(
+      *command, config.repeats,
+      "Limit/pipeline pairs per case, interleaved; the goals are the median of their ratios",
+      config.warmup, "Untimed batches before each timed loader run");
   add_value(*command, "--seed", config.seed, "Seed of the generated set and of the shuffle", "N");
-  add_value(
-      *command, "--check-whole-file", config.check_whole_file,
-      "Which pipelines each case runs: on (image_options::check_whole_file, the default: "
-      "every JPEG read to its end, damage anywhere an error), off (decoding stops after the "
-      "crop's last row), or both, each repeat running the limit, then on and off (off and on in "
-      "every other repeat)",
-      "on|off|both")
-      ->check(CLI::IsMember({"on", "off", "both"}));
-  add_value(*command, "--limit-dct", config.limit_dct,
-            "The decode limit's inverse DCT: fast (JDCT_IFAST, as tjbench -fastdct; the goals' "
-            "limit) or accurate (JDCT_ISLOW, libjpeg's default, which the pipeline uses as PIL "
-            "and OpenCV do; for analysis: no goals are judged against it)",
-            "fast|accurate")
-      ->check(CLI::IsMember({"fast", "accurate"}));
-  command->footer(
-      "Each pair runs the decode limit, then the pipeline, on the same files, for the same number "
-      "of images (--batches x --batch-size). The limit: --workers threads decode whole images "
-      "from memory with libjpeg's API as tjbench -fastdct does (JDCT_IFAST unless --limit-dct "
-      "accurate, fancy upsampling, RGB), nothing else. The pipeline: a fresh gpufeed::loader "
-      "(shuffled) over "
-      "gpufeed::image_folder, which reads each file, decodes the iMCU rows and columns the crop "
-      "covers (of a baseline JPEG to its Y/Cb/Cr planes; a progressive one's small crops to RGB, "
-      "its larger ones to planes whole) at the smallest DCT scale that covers the output, and "
-      "resizes into the batch. "
-      "ratio = median over pairs of pipeline images/s / limit images/s; goals: whole >= 0.9, the "
-      "others >= 1.0, for each pipeline --check-whole-file runs (with both, the stopping one's "
-      "row also has its median of paired ratios to the checked one). Per-image stage times, the "
-      "share of pixels decoded and the share of images decoded to planes (planar_image_share) "
-      "come from image_folder::stage_times().");
+  add_choice(*command, "--check-whole-file", config.check_whole_file,
+             "Which pipelines each case runs: on (image_options::check_whole_file, the default: "
+             "every JPEG read to its end, damage anywhere an error), off (decoding stops after "
+             "the crop's last row), or both, each repeat running the limit, then on and off (off "
+             "and on in every other repeat)",
+             "on|off|both", {"on", "off", "both"});
+  add_choice(*command, "--limit-dct", config.limit_dct,
+             "The decode limit's inverse DCT: fast (JDCT_IFAST, as tjbench -fastdct; the goals' "
+             "limit) or accurate (JDCT_ISLOW, libjpeg's default, which the pipeline uses as PIL "
+             "and OpenCV do; for analysis: no goals are judged against it)",
+             "fast|accurate", {"fast", "accurate"});
   return command;
 }
 
 report run_decode(decode_config const& config, std::ostream& progress) {
-  apply_log_level(config.common);
   if (config.cases.empty()) throw std::invalid_argument{"--cases: no case given"};
   std::vector<decode_case> cases;
   for (auto const& name : config.cases) cases.push_back(make_case(name, config));
@@ -340,10 +332,8 @@ report run_decode(decode_config const& config, std::ostream& progress) {
                      {"planar_image_share", median(s.planar_share)},
                      {"worker_read_fraction", median(s.busy)}};
       if (!checks[v] && v > 0) {  // against the checked pipeline of the same repeats
-        std::vector<double> over_checked;
-        for (std::size_t r = 0; r < s.rates.size(); ++r) {
-          over_checked.push_back(ratio_or_zero(s.rates[r], samples[0].rates[r]));
-        }
+        auto const over_checked =
+            paired_rates{.peer = samples[0].rates, .loader = s.rates}.ratios();
         row.details["over_check_whole_file_runs"] = over_checked;
         row.details["over_check_whole_file_median_of_pairs"] = median(over_checked);
       }
@@ -368,7 +358,6 @@ report run_decode(decode_config const& config, std::ostream& progress) {
       {"samples_per_s_runs", all_limit_rates}};
 
   report rep;
-  rep.command = "decode";
   // The flags are added by main (config_of); these are what the run found.
   rep.config = {{"generated", config.folder.empty()},
                 {"check_whole_file", config.check_whole_file},

@@ -120,22 +120,31 @@ paired_rows measure_size(batch_shape const& shape, h2d_config const& config,
 }  // namespace
 
 CLI::App* add_h2d_command(CLI::App& app, h2d_config& config) {
-  CLI::App* command = app.add_subcommand(
-      "h2d",
-      "CUDA path: the loader's host-to-device throughput next to a plain loop of pinned "
-      "cudaMemcpyAsync of the same bytes, for several batch sizes (needs a CUDA device)");
-  add_common_options(*command, config.common);
+  CLI::App* command = add_command(
+      app,
+      {.name = "h2d",
+       .description =
+           "CUDA path: the loader's host-to-device throughput next to a plain loop of pinned "
+           "cudaMemcpyAsync of the same bytes, for several batch sizes (needs a CUDA device)",
+       .footer =
+           "For each --batch-mib, each repeat runs the peak, then the loader. The peak: one pinned "
+           "buffer copied to one device buffer, back-to-back cudaMemcpyAsync on one stream, timed "
+           "with CUDA events. The loader: a fresh gpufeed::loader (placement::cuda, pinned "
+           "staging) over gpufeed::synthetic with write = false (reads cost nothing), delivering "
+           "to a stream the bench owns; the consumer takes the timed batches after the warm-up and "
+           "releases each at once; the time runs from the first timed next() to a synchronize of "
+           "that stream after the last. ratio = the median over the repeats of loader bytes/s / "
+           "peak bytes/s of the same repeat; goal >= 0.90 for batches of 4 MiB and more. Exits "
+           "with status 1 when there is no CUDA device.",
+       .batch_size = "Samples each batch is split into (sample bytes = batch bytes / N)",
+       .workers = "Loader worker threads (the peak is one host thread and one stream)"},
+      config.common);
   // Runs are sized in bytes, so that small and large batches are timed over similar spans.
   command->remove_option(command->get_option("--batches"));
-  command->get_option("--batch-size")
-      ->description("Samples each batch is split into (sample bytes = batch bytes / N)");
-  command->get_option("--workers")
-      ->description("Loader worker threads (the peak is one host thread and one stream)");
-  add_value(*command, "--batch-mib", config.batch_mib,
-            "Bytes per batch in MiB, comma-separated; each is one uint8 field split into "
-            "--batch-size samples",
-            "MIB,...")
-      ->delimiter(',')
+  add_list(*command, "--batch-mib", config.batch_mib,
+           "Bytes per batch in MiB, comma-separated; each is one uint8 field split into "
+           "--batch-size samples",
+           "MIB,...")
       ->check(CLI::Range(std::size_t{1}, std::size_t{4096}));
   add_value(*command, "--run-mib", config.run_mib,
             "MiB each timed run moves (loader and peak alike): max(8, run-mib / batch-mib) batches",
@@ -145,29 +154,16 @@ CLI::App* add_h2d_command(CLI::App& app, h2d_config& config) {
             "Untimed MiB before each timed run (loader and peak alike): max(2 x prefetch-depth, "
             "warmup-mib / batch-mib) batches",
             "MIB");
-  add_value(
-      *command, "--repeats", config.repeats,
-      "Peak/loader pairs per batch size, run back to back; the goal is the median of their ratios",
-      "N")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1000}));
+  add_repeats_option(*command, config.repeats,
+                     "Peak/loader pairs per batch size, run back to back; the goal is the "
+                     "median of their ratios");
   add_value(*command, "--device", config.device,
             "Index of the CUDA device to measure (as cudaSetDevice)", "N")
       ->check(CLI::NonNegativeNumber);
-  command->footer(
-      "For each --batch-mib, each repeat runs the peak, then the loader. The peak: one pinned "
-      "buffer copied to one device buffer, back-to-back cudaMemcpyAsync on one stream, timed "
-      "with CUDA events. The loader: a fresh gpufeed::loader (placement::cuda, pinned staging) "
-      "over gpufeed::synthetic with write = false (reads cost nothing), delivering to a stream "
-      "the bench owns; the consumer takes the timed batches after the warm-up and releases each "
-      "at once; the time runs from the first timed next() to a synchronize of that stream after "
-      "the last. ratio = the median over the repeats of loader bytes/s / peak bytes/s of the "
-      "same repeat; goal >= 0.90 for batches of 4 MiB and more. Exits with status 1 when there "
-      "is no CUDA device.");
   return command;
 }
 
 report run_h2d(h2d_config const& config, std::ostream& progress) {
-  apply_log_level(config.common);
   auto const device = open_cuda_device(config.device);
   gpufeed::cuda::device_guard const guard{device.index};
   gpufeed::cuda::cuda_stream const consumer;
@@ -180,7 +176,6 @@ report run_h2d(h2d_config const& config, std::ostream& progress) {
            << " interleaved repeats of about " << config.run_mib << " MiB per run\n";
 
   report rep;
-  rep.command = "h2d";
   rep.machine.gpu = device.name;
   for (auto const& shape : shapes) {
     paired_rates rates;

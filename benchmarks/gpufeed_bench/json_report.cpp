@@ -15,16 +15,16 @@ json or_null(std::optional<T> const& value) {
   return value ? json(*value) : json(nullptr);
 }
 
-std::string utc_now_iso8601() {
+}  // namespace
+
+std::string utc_now(char const* format) {
   std::time_t const now = std::time(nullptr);
   std::tm parts{};
   gmtime_r(&now, &parts);
   char text[32] = {};
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &parts);
+  std::strftime(text, sizeof(text), format, &parts);
   return text;
 }
-
-}  // namespace
 
 json to_json(grid_cell const& cell) {
   return {{"batch_size", cell.batch_size},
@@ -76,7 +76,7 @@ json to_json(report const& rep) {
           {"gpufeed_version", gpufeed::version},
           {"command", rep.command},
           {"command_line", rep.command_line},
-          {"date", utc_now_iso8601()},
+          {"date", utc_now("%Y-%m-%dT%H:%M:%SZ")},
           {"machine", to_json(rep.machine)},
           {"config", rep.config},
           {"results", std::move(results)},

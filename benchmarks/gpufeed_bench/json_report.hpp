@@ -39,7 +39,7 @@ struct goal {
 inline constexpr int report_schema_version = 3;
 
 struct report {
-  std::string command;
+  std::string command;                    ///< the subcommand (main fills it in)
   std::vector<std::string> command_line;  ///< argv as given (main fills it in)
   machine_info machine;
   json config = json::object();
@@ -52,6 +52,9 @@ struct report {
 [[nodiscard]] json to_json(goal const& target);
 [[nodiscard]] char const* to_string(statistic from) noexcept;
 [[nodiscard]] json to_json(report const& rep);
+
+/// The time now in UTC, as std::strftime writes it with `format` (at most 31 characters).
+[[nodiscard]] std::string utc_now(char const* format);
 
 /// Writes `to_json(rep)` to `path`, indented. @throws std::runtime_error if it cannot.
 void write_json(report const& rep, std::string const& path);

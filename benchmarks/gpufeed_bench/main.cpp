@@ -6,10 +6,13 @@
 #include <exception>
 #include <functional>
 #include <iostream>
+#include <memory>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "common_options.hpp"
 #include "compare.hpp"
 #if GPUFEED_BENCH_WITH_IMAGES
 #include "decode.hpp"
@@ -27,6 +30,25 @@
 #endif
 
 namespace {
+
+namespace bench = gpufeed::bench;
+
+// A subcommand, with how it runs once the command line has chosen it.
+struct subcommand {
+  CLI::App* command;
+  std::function<bench::report(std::ostream&)> run;
+};
+
+// Registers a subcommand with `add`, whose flags write into a config of its own, kept with
+// `run` (the flags are parsed into it after registration, before the run).
+template <class Config>
+void add_subcommand(std::vector<subcommand>& commands, CLI::App& app,
+                    CLI::App* (*add)(CLI::App&, Config&),
+                    bench::report (*run)(Config const&, std::ostream&)) {
+  auto config = std::make_shared<Config>();
+  CLI::App* const command = add(app, *config);
+  commands.push_back({command, [config, run](std::ostream& out) { return run(*config, out); }});
+}
 
 // --list-options: every option of the tool and of each subcommand, one per line, as
 // "<command>\t<name>\t<flag|value>\t<default>", so that a test can check that --help explains
@@ -47,7 +69,6 @@ void list_options(CLI::App const& app) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  namespace bench = gpufeed::bench;
   CLI::App app{
       "gpufeed-bench: measures the gpufeed loader on this machine. Run a subcommand with --help "
       "for what it measures.",
@@ -60,32 +81,17 @@ int main(int argc, char** argv) {
       "Each prints a table; --json FILE writes the report (schema: docs/benchmarks/schema.json). "
       "gpufeed-bench SUBCOMMAND --help explains every flag with its unit and default.");
 
-  // Each subcommand, with how it runs.
-  std::vector<std::pair<CLI::App*, std::function<bench::report()>>> commands;
-  bench::overhead_config overhead;
-  bench::memcpy_config memcpy;
-  bench::compare_config compare;
-  bench::sweep_config sweep;
-  commands.emplace_back(bench::add_overhead_command(app, overhead),
-                        [&] { return bench::run_overhead(overhead, std::cout); });
-  commands.emplace_back(bench::add_memcpy_command(app, memcpy),
-                        [&] { return bench::run_memcpy(memcpy, std::cout); });
-  commands.emplace_back(bench::add_compare_command(app, compare),
-                        [&] { return bench::run_compare(compare, std::cout); });
-  commands.emplace_back(bench::add_sweep_command(app, sweep),
-                        [&] { return bench::run_sweep(sweep, std::cout); });
+  std::vector<subcommand> commands;
+  add_subcommand(commands, app, bench::add_overhead_command, bench::run_overhead);
+  add_subcommand(commands, app, bench::add_memcpy_command, bench::run_memcpy);
+  add_subcommand(commands, app, bench::add_compare_command, bench::run_compare);
+  add_subcommand(commands, app, bench::add_sweep_command, bench::run_sweep);
 #if GPUFEED_BENCH_WITH_IMAGES
-  bench::decode_config decode;
-  commands.emplace_back(bench::add_decode_command(app, decode),
-                        [&] { return bench::run_decode(decode, std::cout); });
+  add_subcommand(commands, app, bench::add_decode_command, bench::run_decode);
 #endif
 #if GPUFEED_WITH_CUDA
-  bench::h2d_config h2d;
-  bench::overlap_config overlap;
-  commands.emplace_back(bench::add_h2d_command(app, h2d),
-                        [&] { return bench::run_h2d(h2d, std::cout); });
-  commands.emplace_back(bench::add_overlap_command(app, overlap),
-                        [&] { return bench::run_overlap(overlap, std::cout); });
+  add_subcommand(commands, app, bench::add_h2d_command, bench::run_h2d);
+  add_subcommand(commands, app, bench::add_overlap_command, bench::run_overlap);
 #endif
   // After every subcommand is registered; it runs while parsing, before the subcommand check.
   app.add_flag_callback(
@@ -107,8 +113,11 @@ int main(int argc, char** argv) {
     // Before the run, so that the load average is other processes' load, not this run's.
     bench::machine_info const machine = bench::detect_machine();
     auto const& [command, run] = *std::find_if(commands.begin(), commands.end(),
-                                               [](auto const& c) { return c.first->parsed(); });
-    bench::report rep = run();
+                                               [](auto const& c) { return c.command->parsed(); });
+    // What every subcommand's run shares: the log level --verbose asks for, and its name.
+    bench::apply_log_level(command->get_option("--verbose")->count() > 0);
+    bench::report rep = run(std::cout);
+    rep.command = command->get_name();
     // Every flag of the subcommand, then what the run derived (which wins where they meet).
     auto config = bench::config_of(*command);
     config.update(rep.config);

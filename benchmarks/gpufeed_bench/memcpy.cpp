@@ -45,15 +45,23 @@ std::vector<std::uint64_t> make_source(std::size_t bytes) {
 }  // namespace
 
 CLI::App* add_memcpy_command(CLI::App& app, memcpy_config& config) {
-  CLI::App* command = app.add_subcommand(
-      "memcpy",
-      "Loader bandwidth over an in-memory dataset (each read is one memcpy of a sample), next "
-      "to this machine's multi-thread memcpy bandwidth for the same copies");
-  add_common_options(*command, config.common);
-  command->get_option("--workers")
-      ->description(
-          "Loader worker threads, and the thread count of the memcpy peak (default: the CPUs "
-          "this process may use)");
+  CLI::App* command = add_command(
+      app,
+      {.name = "memcpy",
+       .description =
+           "Loader bandwidth over an in-memory dataset (each read is one memcpy of a sample), next "
+           "to this machine's multi-thread memcpy bandwidth for the same copies",
+       .footer = "Each repeat runs the loader, then the memcpy peak, on the same source. The "
+                 "loader: a fresh gpufeed::loader over gpufeed::in_memory; the consumer takes "
+                 "--batches batches after --warmup and releases each at once. The peak: --workers "
+                 "threads copy the same samples in the same order into a ring of the loader's size "
+                 "(prefetch-depth x batch-size x sample-bytes), claiming runs of consecutive "
+                 "samples as the loader's workers do, each slot at the page offset the loader's "
+                 "slot had; no queue, no hand-off. ratio = the median over the repeats of loader "
+                 "bytes/s / peak bytes/s of the same repeat; goal >= 0.70.",
+       .workers = "Loader worker threads, and the thread count of the memcpy peak (default: the "
+                  "CPUs this process may use)"},
+      config.common);
   add_value(*command, "--sample-bytes", config.sample_bytes, "Bytes per sample (one uint8 field)",
             "BYTES")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 32));
@@ -62,28 +70,18 @@ CLI::App* add_memcpy_command(CLI::App& app, memcpy_config& config) {
             "above the last-level cache",
             "MIB")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
-  add_value(*command, "--repeats", config.repeats,
-            "Loader/peak pairs run back to back; the goal is the median of their ratios", "N")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1000}));
-  add_value(*command, "--warmup", config.warmup,
-            "Untimed batches before each timed run (loader and peak alike)", "N");
+  add_repeat_options(*command, config.repeats,
+                     "Loader/peak pairs run back to back; the goal is the median of their ratios",
+                     config.warmup,
+                     "Untimed batches before each timed run (loader and peak alike)");
   command->add_flag("--shuffle", config.shuffle,
                     "Read samples in the loader's seeded random order (the peak uses the same)");
   add_value(*command, "--seed", config.seed, "Seed of the --shuffle order (ignored without it)",
             "N");
-  command->footer(
-      "Each repeat runs the loader, then the memcpy peak, on the same source. The loader: a fresh "
-      "gpufeed::loader over gpufeed::in_memory; the consumer takes --batches batches after "
-      "--warmup and releases each at once. The peak: --workers threads copy the same samples in "
-      "the same order into a ring of the loader's size (prefetch-depth x batch-size x "
-      "sample-bytes), claiming runs of consecutive samples as the loader's workers do, each slot "
-      "at the page offset the loader's slot had; no queue, no hand-off. ratio = the median over "
-      "the repeats of loader bytes/s / peak bytes/s of the same repeat; goal >= 0.70.");
   return command;
 }
 
 report run_memcpy(memcpy_config const& config, std::ostream& progress) {
-  apply_log_level(config.common);
   auto const& common = config.common;
   std::size_t const batch_bytes = common.batch_size * config.sample_bytes;
   std::size_t const batches_in_source = (config.source_mib << 20) / batch_bytes;
@@ -175,7 +173,6 @@ report run_memcpy(memcpy_config const& config, std::ostream& progress) {
        {"peak_rss_note", "process-wide VmHWM, includes the in-memory source"}});
 
   report rep;
-  rep.command = "memcpy";
   rep.config = {{"source_bytes", source_bytes}, {"dataset_samples", samples}};
   rep.results = {std::move(rows.peer), std::move(rows.loader)};
   rep.goals.push_back(paired_goal("ratio", goal_ratio, rates));

@@ -145,12 +145,24 @@ bool wait_for_full_ring(gpufeed::loader const& source) {
 }  // namespace
 
 CLI::App* add_overhead_command(CLI::App& app, overhead_config& config) {
-  CLI::App* command = app.add_subcommand(
-      "overhead",
-      "The loader's own cost per batch (hand-off in the steady state and at best, wall clock) "
-      "over a dataset that writes nothing");
-  add_common_options(*command, config.common);
-  command->get_option("--batches")->description("Timed batches of each phase of each repeat");
+  CLI::App* command = add_command(
+      app,
+      {.name = "overhead",
+       .description = "The loader's own cost per batch (hand-off in the steady state and at best, "
+                      "wall clock) over a dataset that writes nothing",
+       .footer =
+           "Dataset: gpufeed::synthetic with write = false. Each repeat has three phases of "
+           "--batches batches on one loader. Streaming: next() + release() back to back; gives "
+           "batches/s and the wall-clock time per batch. Steady: next(), a sleep of --step-us, "
+           "release(); next() and release() are timed (handoff_us = their sum; the loader's stall "
+           "fraction over the phase shows that it kept up). Best case: before each batch the "
+           "consumer waits, untimed, until every ring slot is ready, then times next() + "
+           "release(); a batch whose ring did not fill within 5 s is excluded. Goal: steady "
+           "handoff_us < 10 us (the median over the repeats of each repeat's mean). Reference row "
+           "condvar_wake: lock + notify_one() with --workers threads parked on a condition "
+           "variable, timed the same way (this machine's cost of waking one idle worker).",
+       .batches = "Timed batches of each phase of each repeat"},
+      config.common);
   add_value(*command, "--sample-bytes", config.sample_bytes,
             "Bytes per sample; sizes the ring only, since reads write nothing", "BYTES")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 32));
@@ -159,27 +171,14 @@ CLI::App* add_overhead_command(CLI::App& app, overhead_config& config) {
             "between next() and release() of each batch",
             "US")
       ->check(CLI::Range(0.0, 1e6));
-  add_value(*command, "--repeats", config.repeats,
-            "Runs, each on a fresh loader; the report gives the medians", "N")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1000}));
-  add_value(*command, "--warmup", config.warmup,
-            "Untimed batches before each phase (streaming, steady, best case) of each run", "N");
-  command->footer(
-      "Dataset: gpufeed::synthetic with write = false. Each repeat has three phases of --batches "
-      "batches on one loader. Streaming: next() + release() back to back; gives batches/s and the "
-      "wall-clock time per batch. Steady: next(), a sleep of --step-us, release(); next() and "
-      "release() are timed (handoff_us = their sum; the loader's stall fraction over the phase "
-      "shows that it kept up). Best case: before each batch the consumer waits, untimed, until "
-      "every ring slot is ready, then times next() + release(); a batch whose ring did not fill "
-      "within 5 s is excluded. Goal: steady handoff_us < 10 us (the median over the repeats of "
-      "each repeat's mean). Reference row condvar_wake: lock + notify_one() with --workers "
-      "threads parked on a condition variable, timed the same way (this machine's cost of waking "
-      "one idle worker).");
+  add_repeat_options(
+      *command, config.repeats, "Runs, each on a fresh loader; the report gives the medians",
+      config.warmup,
+      "Untimed batches before each phase (streaming, steady, best case) of each run");
   return command;
 }
 
 report run_overhead(overhead_config const& config, std::ostream& progress) {
-  apply_log_level(config.common);
   auto const& common = config.common;
   gpufeed::sample_spec spec;
   spec.add("data", gpufeed::dtype::u8, {static_cast<std::int64_t>(config.sample_bytes)});
@@ -258,7 +257,6 @@ report run_overhead(overhead_config const& config, std::ostream& progress) {
                          {"handoff_p99_us", median(wake_p99)}};
 
   report rep;
-  rep.command = "overhead";
   rep.config = {{"dataset_samples", data->size()}};
   rep.results = {result, wake_result};
   rep.goals.push_back({"handoff_us (steady state)", "<", goal_handoff_us, *result.handoff_us,

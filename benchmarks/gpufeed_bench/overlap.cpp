@@ -129,17 +129,32 @@ void print_summary(std::vector<bench_result> const& results, std::ostream& progr
 }  // namespace
 
 CLI::App* add_overlap_command(CLI::App& app, overlap_config& config) {
-  CLI::App* command = app.add_subcommand(
-      "overlap",
-      "CUDA path: a synthetic training step fed by the loader next to the same step fed the "
-      "usual way (read on the calling thread, blocking cudaMemcpy); data-stall fraction and GPU "
-      "utilization of each (needs a CUDA device)");
-  add_common_options(*command, config.common);
-  command->get_option("--batch-size")->description("Samples per batch (one batch per step)");
-  command->get_option("--workers")
-      ->description("Loader worker threads (the usual loop reads on the calling thread alone)");
-  command->get_option("--batches")
-      ->description("Timed steps fed by the loader (one batch each), after the warm-up");
+  CLI::App* command = add_command(
+      app,
+      {.name = "overlap",
+       .description = "CUDA path: a synthetic training step fed by the loader next to the same "
+                      "step fed the usual way (read on the calling thread, blocking cudaMemcpy); "
+                      "data-stall fraction and GPU utilization of each (needs a CUDA device)",
+       .footer =
+           "First the step with no feed (step_only): every step reads the same device buffer, the "
+           "floor that the loop and its events leave between steps. Then the loader alone: " +
+           std::to_string(feed_only_batches) +
+           " batches released at once give its time per batch. Then the loader-fed run: a stream "
+           "the bench owns is the loader's consumer stream; each step is next(), the step kernel "
+           "on that stream reading field 0, release(). Then the usual loop on the legacy default "
+           "stream: read batch-size samples on the calling thread into a pageable buffer, "
+           "cudaMemcpy, the step kernel. The loader and the usual loop read the same synthetic "
+           "dataset; every feed records CUDA events around every step. stall_fraction = idle time "
+           "between consecutive steps / time from the first step's start to the last step's end "
+           "(GPU clock; the steps' busy share is 1 minus it); gpu_util = the mean of NVML's "
+           "utilization, which gpufeed::system_monitor samples every --sample-ms during the timed "
+           "steps (null without NVML); host_wait_fraction = host time getting batches / host wall "
+           "time. Goals, when the loader alone is faster than a step: stall_fraction < 0.01, "
+           "gpu_util >= 0.99. Exits with status 1 when there is no CUDA device.",
+       .batch_size = "Samples per batch (one batch per step)",
+       .workers = "Loader worker threads (the usual loop reads on the calling thread alone)",
+       .batches = "Timed steps fed by the loader (one batch each), after the warm-up"},
+      config.common);
   add_value(*command, "--step-us", config.step_us,
             "Duration of one training step: a kernel on every SM that reads the whole batch, then "
             "spins on clock64 (calibrated with CUDA events)",
@@ -173,28 +188,10 @@ CLI::App* add_overlap_command(CLI::App& app, overlap_config& config) {
   add_value(*command, "--device", config.device,
             "Index of the CUDA device to measure (as cudaSetDevice)", "N")
       ->check(CLI::NonNegativeNumber);
-  command->footer(
-      "First the step with no feed (step_only): every step reads the same device buffer, the "
-      "floor that the loop and its events leave between steps. Then the loader alone: " +
-      std::to_string(feed_only_batches) +
-      " batches released at once give its time per batch. Then the loader-fed run: a stream "
-      "the bench owns is the loader's consumer stream; each step is next(), the step kernel on "
-      "that stream reading field 0, release(). Then the usual loop on the legacy default "
-      "stream: read batch-size samples on the calling thread into a pageable buffer, "
-      "cudaMemcpy, the step kernel. The loader and the usual loop read the same synthetic "
-      "dataset; every feed records CUDA events around every step. stall_fraction = idle time "
-      "between consecutive steps / time from the "
-      "first step's start to the last step's end (GPU clock; the steps' busy share is 1 minus "
-      "it); gpu_util = the mean of NVML's utilization, which gpufeed::system_monitor samples "
-      "every --sample-ms during the timed steps (null without NVML); "
-      "host_wait_fraction = host time getting batches / host wall time. Goals, when the loader "
-      "alone is faster than a step: stall_fraction < 0.01, gpu_util >= 0.99. Exits with status "
-      "1 when there is no CUDA device.");
   return command;
 }
 
 report run_overlap(overlap_config const& config, std::ostream& progress) {
-  apply_log_level(config.common);
   auto const& common = config.common;
   auto const device = open_cuda_device(config.device);
   gpufeed::cuda::device_guard const guard{device.index};
@@ -253,7 +250,6 @@ report run_overlap(overlap_config const& config, std::ostream& progress) {
   step_only_result.bytes_per_s.reset();
 
   report rep;
-  rep.command = "overlap";
   rep.machine.gpu = device.name;
   rep.results = {loader_result, baseline_result, step_only_result};
   print_summary(rep.results, progress);

@@ -59,14 +59,22 @@ paired_rows paired_results(paired_rates const& rates, std::string peer_name,
   };
   paired_rows rows{row(std::move(peer_name), rates.peer),
                    row(std::move(loader_name), rates.loader)};
-  rows.loader.ratio = rates.ratio();
-  rows.loader.details["ratio_runs"] = rates.ratios();
-  rows.loader.details["ratio_of_medians"] = rates.ratio_of_medians();
+  set_paired_ratio(rows.loader, rates);
   return rows;
 }
 
+void set_paired_ratio(bench_result& row, paired_rates const& rates) {
+  row.ratio = rates.ratio();
+  row.details["ratio_runs"] = rates.ratios();
+  row.details["ratio_of_medians"] = rates.ratio_of_medians();
+}
+
+goal paired_goal(std::string metric, double target, double median_ratio) {
+  return {std::move(metric), ">=", target, median_ratio, statistic::median_of_paired_ratios};
+}
+
 goal paired_goal(std::string metric, double target, paired_rates const& rates) {
-  return {std::move(metric), ">=", target, rates.ratio(), statistic::median_of_paired_ratios};
+  return paired_goal(std::move(metric), target, rates.ratio());
 }
 
 }  // namespace gpufeed::bench

@@ -48,7 +48,12 @@ struct paired_rows {
                                          std::string loader_name, std::size_t sample_bytes,
                                          std::size_t batch_size);
 
-/// `metric` >= `target` on rates.ratio(), the median of the paired ratios.
+/// Sets `row.ratio` to rates.ratio(), with ratio_runs and ratio_of_medians in its details.
+void set_paired_ratio(bench_result& row, paired_rates const& rates);
+
+/// `metric` >= `target` on `median_ratio`, the median of the paired ratios.
+[[nodiscard]] goal paired_goal(std::string metric, double target, double median_ratio);
+/// As above, on rates.ratio().
 [[nodiscard]] goal paired_goal(std::string metric, double target, paired_rates const& rates);
 
 }  // namespace gpufeed::bench

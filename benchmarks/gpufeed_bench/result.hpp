@@ -21,6 +21,7 @@ struct grid_cell {
   /// How the settings were chosen: "grid" (given) or "auto" (the autotuner's choice, sweep
   /// --auto; the settings it ended the run with).
   std::string chosen_by = "grid";
+  [[nodiscard]] bool from_grid() const noexcept { return chosen_by == "grid"; }
 };
 
 struct bench_result {

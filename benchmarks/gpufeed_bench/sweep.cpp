@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <ctime>
 #include <map>
 #include <memory>
 #include <optional>
@@ -191,7 +190,7 @@ void mark_best(std::vector<bench_result>& results) {
   auto const sps = [&](std::size_t i) { return results[i].samples_per_s.value_or(0.0); };
   for (std::size_t i = 0; i < results.size(); ++i) {
     auto const& cell = *results[i].cell;
-    if (cell.chosen_by != "grid") continue;
+    if (!cell.from_grid()) continue;
     auto const [at, added] = best_for_batch.try_emplace(cell.batch_size, i);
     if (!added && sps(i) > sps(at->second)) at->second = i;
     if (!best || sps(i) > sps(*best)) best = i;
@@ -201,21 +200,12 @@ void mark_best(std::vector<bench_result>& results) {
   }
   if (best) results[*best].details["best"] = true;
   for (auto& result : results) {
-    if (result.cell->chosen_by == "grid") continue;
+    if (result.cell->from_grid()) continue;
     auto const at = best_for_batch.find(result.cell->batch_size);
     if (at == best_for_batch.end() || sps(at->second) <= 0) continue;
     result.ratio = result.samples_per_s.value_or(0.0) / sps(at->second);
     result.details["ratio_meaning"] = "samples_per_s / the best grid cell's of this batch size";
   }
-}
-
-std::string utc_date() {
-  std::time_t const now = std::time(nullptr);
-  std::tm parts{};
-  gmtime_r(&now, &parts);
-  char text[32] = {};
-  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M UTC", &parts);
-  return text;
 }
 
 std::string step_text(sweep_config const& config) {
@@ -230,24 +220,30 @@ std::string step_text(sweep_config const& config) {
 }  // namespace
 
 CLI::App* add_sweep_command(CLI::App& app, sweep_config& config) {
-  CLI::App* command = app.add_subcommand(
-      "sweep",
-      "The loader over a grid of workers x prefetch depth x batch size on one dataset, with an "
-      "optional synthetic training step: samples/s, bytes/s and stall fraction of every cell, "
-      "the best cell marked, a table, JSON and an SVG chart");
-  add_value(*command, "--workers", config.workers,
-            "Worker thread counts of the grid, comma-separated (loader_options::workers)", "N,...")
-      ->delimiter(',')
+  CLI::App* command = add_command(
+      app, {.name = "sweep",
+            .description =
+                "The loader over a grid of workers x prefetch depth x batch size on one dataset, "
+                "with an optional synthetic training step: samples/s, bytes/s and stall fraction "
+                "of every cell, the best cell marked, a table, JSON and an SVG chart",
+            .footer = "Each repeat runs every cell once (batch size, then depth, then workers), "
+                      "each on a fresh gpufeed::loader: --warmup untimed batches, then batches for "
+                      "--run-ms. The consumer takes a batch with next(), holds it for the step "
+                      "(--step-us + --step-us-per-sample x batch size), then releases it. "
+                      "samples/s = timed samples / timed wall time; stall fraction = time blocked "
+                      "in next() / timed wall time (with no step the consumer always waits, so it "
+                      "is close to 1). Each cell reports medians over the repeats; the best cell "
+                      "(most samples/s) is marked '*' and the best of each batch size '+'."});
+  add_list(*command, "--workers", config.workers,
+           "Worker thread counts of the grid, comma-separated (loader_options::workers)", "N,...")
       ->check(CLI::Range(1U, 1024U));
-  add_value(*command, "--depths", config.depths,
-            "Prefetch depths of the grid, comma-separated: ring slots, leases included "
-            "(loader_options::prefetch_depth)",
-            "N,...")
-      ->delimiter(',')
+  add_list(*command, "--depths", config.depths,
+           "Prefetch depths of the grid, comma-separated: ring slots, leases included "
+           "(loader_options::prefetch_depth)",
+           "N,...")
       ->check(CLI::Range(std::size_t{1}, std::size_t{4096}));
-  add_value(*command, "--batch-sizes", config.batch_sizes,
-            "Batch sizes of the grid in samples, comma-separated; one chart panel each", "N,...")
-      ->delimiter(',')
+  add_list(*command, "--batch-sizes", config.batch_sizes,
+           "Batch sizes of the grid in samples, comma-separated; one chart panel each", "N,...")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
   add_dataset_options(*command, config.input);
   add_value(*command, "--step-us", config.step_us,
@@ -260,18 +256,14 @@ CLI::App* add_sweep_command(CLI::App& app, sweep_config& config) {
             "with the batch size as a real one does",
             "US")
       ->check(CLI::Range(0.0, 1e6));
-  add_value(*command, "--step-mode", config.step_mode,
-            "sleep: the consumer thread sleeps through the step (a GPU step; the core is free for "
-            "workers); spin: it busy-waits (a CPU step competing for cores)",
-            "MODE")
-      ->check(CLI::IsMember({"sleep", "spin"}));
-  add_value(*command, "--repeats", config.repeats,
-            "Rounds over the whole grid (each cell once per round, a fresh loader per run); the "
-            "report gives each cell's medians",
-            "N")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1000}));
-  add_value(*command, "--warmup", config.warmup,
-            "Untimed batches before each timed run (steps included)", "N");
+  add_choice(*command, "--step-mode", config.step_mode,
+             "sleep: the consumer thread sleeps through the step (a GPU step; the core is free "
+             "for workers); spin: it busy-waits (a CPU step competing for cores)",
+             "MODE", {"sleep", "spin"});
+  add_repeat_options(*command, config.repeats,
+                     "Rounds over the whole grid (each cell once per round, a fresh loader per "
+                     "run); the report gives each cell's medians",
+                     config.warmup, "Untimed batches before each timed run (steps included)");
   add_value(
       *command, "--run-ms", config.run_ms,
       "Timed span of each run in milliseconds: batches are taken until it has passed (at least 2)",
@@ -294,19 +286,10 @@ CLI::App* add_sweep_command(CLI::App& app, sweep_config& config) {
             "core count; more helps reads that wait, see --wait-us)",
             "N")
       ->check(CLI::Range(0U, 1024U));
-  command->footer(
-      "Each repeat runs every cell once (batch size, then depth, then workers), each on a fresh "
-      "gpufeed::loader: --warmup untimed batches, then batches for --run-ms. The consumer takes "
-      "a batch with next(), holds it for the step (--step-us + --step-us-per-sample x batch "
-      "size), then releases it. samples/s = timed samples / timed wall time; stall fraction = "
-      "time blocked in next() / timed wall time (with no step the consumer always waits, so it "
-      "is close to 1). Each cell reports medians over the repeats; the best cell (most "
-      "samples/s) is marked '*' and the best of each batch size '+'.");
   return command;
 }
 
 report run_sweep(sweep_config const& config, std::ostream& progress) {
-  apply_log_level(config.verbose);
   if (config.workers.empty() || config.depths.empty() || config.batch_sizes.empty()) {
     throw std::invalid_argument{"--workers, --depths and --batch-sizes each need a value"};
   }
@@ -365,7 +348,6 @@ report run_sweep(sweep_config const& config, std::ostream& progress) {
   }
 
   report rep;
-  rep.command = "sweep";
   for (auto const& row : rows) rep.results.push_back(summarize(row, bytes_per_sample));
   mark_best(rep.results);
   if (!rep.results.empty()) rep.results.front().peak_rss_bytes = gpufeed::observe::peak_rss_bytes();
@@ -378,20 +360,18 @@ report run_sweep(sweep_config const& config, std::ostream& progress) {
     sweep_chart chart;
     auto const machine = detect_machine();
     chart.title = "gpufeed-bench sweep: " + input.dataset + ", " + step_text(config);
-    chart.subtitle = {
-        data.data->spec().to_string() + ", read cost " + format_fixed(input.cpu_cost_us, 0) +
-            " us CPU + " + format_fixed(input.wait_us, 0) + " us wait per sample; median of " +
-            std::to_string(config.repeats) + " runs of " + format_fixed(config.run_ms, 0) +
-            " ms per cell, bars from min to max",
-        std::to_string(machine.cpus) + " CPUs" +
-            (machine.cpu_model.empty() ? "" : " (" + machine.cpu_model + ")") + ", load " +
-            format_fixed(machine.load_average[0], 1) + " at the end, " + utc_date()};
+    chart.subtitle = {data.data->spec().to_string() + ", read cost " +
+                          format_fixed(input.cpu_cost_us, 0) + " us CPU + " +
+                          format_fixed(input.wait_us, 0) + " us wait per sample; median of " +
+                          std::to_string(config.repeats) + " runs of " +
+                          format_fixed(config.run_ms, 0) + " ms per cell, bars from min to max",
+                      std::to_string(machine.cpus) + " CPUs" +
+                          (machine.cpu_model.empty() ? "" : " (" + machine.cpu_model + ")") +
+                          ", load " + format_fixed(machine.load_average[0], 1) + " at the end, " +
+                          utc_now("%Y-%m-%d %H:%M UTC")};
     for (auto const& result : rep.results) {
       sweep_point point;
-      point.batch_size = result.cell->batch_size;
-      point.workers = result.cell->workers;
-      point.depth = result.cell->prefetch_depth;
-      point.grid = result.cell->chosen_by == "grid";
+      point.cell = *result.cell;
       point.samples_per_s = result.samples_per_s.value_or(0.0);
       point.samples_per_s_min = result.details.value("samples_per_s_min", 0.0);
       point.samples_per_s_max = result.details.value("samples_per_s_max", 0.0);

@@ -109,9 +109,9 @@ std::string sweep_svg(sweep_chart const& chart) {
   std::set<std::size_t> depths;
   double max_rate = 0;
   for (auto const& p : chart.points) {
-    batch_sizes.insert(p.batch_size);
-    workers.insert(p.workers);
-    if (p.grid) depths.insert(p.depth);
+    batch_sizes.insert(p.cell.batch_size);
+    workers.insert(p.cell.workers);
+    if (p.cell.from_grid()) depths.insert(p.cell.prefetch_depth);
     max_rate = std::max({max_rate, p.samples_per_s, p.samples_per_s_max});
   }
   std::size_t const columns = std::max<std::size_t>(1, batch_sizes.size());
@@ -204,9 +204,10 @@ std::string sweep_svg(sweep_chart const& chart) {
       for (auto const d : depths) {
         std::string points;
         for (auto const& p : chart.points) {
-          if (!p.grid || p.batch_size != batch_size || p.depth != d) continue;
+          if (!p.cell.from_grid() || p.cell.batch_size != batch_size || p.cell.prefetch_depth != d)
+            continue;
           double const v = rates ? p.samples_per_s : p.stall_fraction;
-          points += num(x_of(p.workers)) + ',' + num(y_of(v)) + ' ';
+          points += num(x_of(p.cell.workers)) + ',' + num(y_of(v)) + ' ';
         }
         if (!points.empty()) {
           svg.raw("<polyline fill=\"none\" stroke=\"" + colour(d) +
@@ -214,19 +215,21 @@ std::string sweep_svg(sweep_chart const& chart) {
         }
       }
       for (auto const& p : chart.points) {
-        if (p.batch_size != batch_size) continue;
-        double const cx = x_of(p.workers);
+        if (p.cell.batch_size != batch_size) continue;
+        double const cx = x_of(p.cell.workers);
         double const v = rates ? p.samples_per_s : p.stall_fraction;
         if (rates && p.samples_per_s_max > p.samples_per_s_min) {
-          svg.line(cx, y_of(p.samples_per_s_min), cx, y_of(p.samples_per_s_max), colour(p.depth), 1,
-                   " opacity=\"0.6\"");
+          svg.line(cx, y_of(p.samples_per_s_min), cx, y_of(p.samples_per_s_max),
+                   colour(p.cell.prefetch_depth), 1, " opacity=\"0.6\"");
         }
-        if (p.grid) {
+        if (p.cell.from_grid()) {
           svg.raw("<circle cx=\"" + num(cx) + "\" cy=\"" + num(y_of(v)) + "\" r=\"3.5\" fill=\"" +
-                  colour(p.depth) + "\"><title>batch " + std::to_string(p.batch_size) + ", depth " +
-                  std::to_string(p.depth) + ", workers " + std::to_string(p.workers) + ": " +
-                  short_count(p.samples_per_s) + " samples/s, stall " +
-                  format_fixed(100 * p.stall_fraction, 1) + " %</title></circle>");
+                  colour(p.cell.prefetch_depth) + "\"><title>batch " +
+                  std::to_string(p.cell.batch_size) + ", depth " +
+                  std::to_string(p.cell.prefetch_depth) + ", workers " +
+                  std::to_string(p.cell.workers) + ": " + short_count(p.samples_per_s) +
+                  " samples/s, stall " + format_fixed(100 * p.stall_fraction, 1) +
+                  " %</title></circle>");
         } else {
           double const cy = y_of(v);
           svg.raw("<path d=\"M" + num(cx) + ' ' + num(cy - 7) + " L" + num(cx + 7) + ' ' + num(cy) +
@@ -237,10 +240,10 @@ std::string sweep_svg(sweep_chart const& chart) {
           svg.raw("<circle cx=\"" + num(cx) + "\" cy=\"" + num(y_of(v)) +
                   "\" r=\"8\" fill=\"none\" stroke=\"#000\" stroke-width=\"1.5\"/>");
           if (rates) {
-            svg.text(
-                cx, y_of(v) - 12,
-                "best: " + short_count(p.samples_per_s) + "/s, depth " + std::to_string(p.depth),
-                "text-anchor=\"middle\" font-size=\"11\"");
+            svg.text(cx, y_of(v) - 12,
+                     "best: " + short_count(p.samples_per_s) + "/s, depth " +
+                         std::to_string(p.cell.prefetch_depth),
+                     "text-anchor=\"middle\" font-size=\"11\"");
           }
         }
       }

@@ -3,18 +3,16 @@
 // of panels per batch size; the top row samples/s against workers, the bottom row the stall
 // fraction; one line per prefetch depth; min-max bars over the repeats; the best cell ringed.
 
-#include <cstddef>
 #include <string>
 #include <vector>
+
+#include "result.hpp"
 
 namespace gpufeed::bench {
 
 /// One cell of the grid, as measured.
 struct sweep_point {
-  std::size_t batch_size = 0;
-  unsigned workers = 0;
-  std::size_t depth = 0;
-  bool grid = true;  ///< false: a row not chosen by the grid (a later --auto), drawn as a star
+  grid_cell cell;  ///< a row not chosen by the grid (a later --auto) is drawn as a star
   double samples_per_s = 0;
   double samples_per_s_min = 0;
   double samples_per_s_max = 0;

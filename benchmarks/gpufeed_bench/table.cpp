@@ -84,7 +84,7 @@ void print_grid(report const& rep, std::ostream& out) {
     std::string mark = details.value("best", false)                  ? "*"
                        : details.value("best_for_batch_size", false) ? "+"
                                                                      : "";
-    if (r.cell && r.cell->chosen_by != "grid") mark = r.cell->chosen_by;
+    if (r.cell && !r.cell->from_grid()) mark = r.cell->chosen_by;
     auto const stall = details.find("stall_fraction");
     auto const spread =
         details.contains("samples_per_s_min") && details.contains("samples_per_s_max")
