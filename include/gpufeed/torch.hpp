@@ -18,3 +18,4 @@
 #include "gpufeed/torch/object_batches.hpp"
 #include "gpufeed/torch/sampler_orders.hpp"
 #include "gpufeed/torch/tensors.hpp"
+#include "gpufeed/torch/worker_exception.hpp"

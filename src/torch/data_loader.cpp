@@ -9,6 +9,7 @@
 #include "gpufeed/error.hpp"
 #include "gpufeed/log.hpp"
 #include "gpufeed/torch/current_stream.hpp"
+#include "gpufeed/torch/worker_exception.hpp"
 
 namespace gpufeed::torch {
 
@@ -135,6 +136,10 @@ std::optional<tensor_batch> data_loader::next() {
     try {
       return o.target == placement::cuda ? l.next(detail::current_stream(o.device.value_or(0)))
                                          : l.next();
+    } catch (sample_error const& e) {
+      // libtorch reports a worker's failure as torch::data::WorkerException, and programs
+      // ported from it catch that type; gpufeed's context rides along.
+      throw worker_exception{e};
     } catch (timeout_error const& e) {
       // libtorch's loader words its timeout "Timeout in DataLoader ...", and programs ported
       // from it may look for that word; gpufeed's explanation follows it.

@@ -178,7 +178,7 @@ TEST(loader_iterator_test, TheFirstBatchIsAskedForWhenTheIteratorIsFirstUsed) {
   auto loader =
       gt::make_data_loader(failing_dataset{}.map(Stack<>()), DataLoaderOptions().workers(2));
   auto it = loader->begin();  // asks for nothing yet: the failure comes from *it
-  EXPECT_THROW((void)*it, gpufeed::sample_error);
+  EXPECT_THROW((void)*it, gt::worker_exception);
 }
 
 TEST(loader_iterator_test, BeginWhileAnIterationIsUnderWayThrowsWithWorkerThreads) {

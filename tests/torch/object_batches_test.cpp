@@ -181,16 +181,16 @@ TEST(object_batches_test, TheLogSaysItIsTheSlowPathAndTensorsAreNot) {
   EXPECT_EQ(log.count("the slow path"), 1U);
 }
 
-TEST(object_batches_test, AFailingGetIsASampleErrorNamingItsIndex) {
+TEST(object_batches_test, AFailingGetIsAWorkerExceptionNamingItsIndex) {
   auto loader = gt::make_data_loader<SequentialSampler>(count_dataset{12, 6}, 4);
   auto it = loader->begin();
   EXPECT_EQ(*it, (std::vector<int>{1, 2, 3, 4}));
   try {
     ++it;
     FAIL() << "batch 1 holds example 6, whose get() throws";
-  } catch (gpufeed::sample_error const& e) {
+  } catch (gt::worker_exception const& e) {
     EXPECT_EQ(e.index(), 6U);
-    EXPECT_THROW(std::rethrow_if_nested(e), std::out_of_range);
+    EXPECT_THROW(std::rethrow_exception(e.original_exception), std::out_of_range);
   }
   EXPECT_EQ(*it, (std::vector<int>{9, 10, 11, 12}));  // the loader goes on with batch 2
 }

@@ -1,6 +1,7 @@
 // gpufeed::torch's loader where libtorch programs rely on libtorch's: what unstacked datasets
 // yield, options() and join(), held batches (a running total of losses), bool tensors, the
-// notes on libtorch's options, and the streams a CUDA batch may be used on.
+// notes on libtorch's options, the streams a CUDA batch may be used on, and the slot a batch's
+// tensors lease until the last view of them goes.
 
 #include <gtest/gtest.h>
 
@@ -35,6 +36,7 @@ using torch::data::samplers::SequentialSampler;
 using torch::data::transforms::Stack;
 using torch_test::index_dataset;
 using torch_test::indices_in;
+using torch_test::rows_dataset;
 
 TEST(torch_loader_test, AnUnstackedDatasetYieldsLibtorchsVectorOfExamples) {
   auto loader =
@@ -295,5 +297,70 @@ TEST(torch_loader_test, CudaStreamsAreOwedOnAGpu) {
                   "UseOnRefusesAStreamOfAnotherDevice run where libtorch has CUDA and a GPU";
 }
 #endif
+
+TEST(torch_loader_test, TheSlotIsLeasedUntilTheLastViewOfItsTensorsGoes) {
+  rows_dataset const data{40};
+  for (bool may_grow : {false, true}) {
+    SCOPED_TRACE(may_grow ? "the ring may grow" : "the ring may not grow");
+    auto options = gt::data_loader_options{4}.prefetch_depth(2);
+    // Only a guard against a hang: the error below comes at once, not after a wait.
+    options.loader().timeout = std::chrono::milliseconds{20'000};
+    if (!may_grow) {
+      options.loader().held_batches_budget = 0;
+    }
+    auto loader =
+        gt::make_data_loader<SequentialSampler>(rows_dataset{data}.map(Stack<>()), options);
+    auto first = loader->next();
+    auto second = loader->next();
+    ASSERT_TRUE(first && second);
+    auto const view = first->data.slice(0, 1, 3);  // a view keeps the slot too
+    auto const expected = view.clone();
+    first.reset();
+    // Both slots are still leased (one through `view`): a third batch needs a third slot. With
+    // growth allowed (the default: held batches, design.md item 8) the ring adds one; without,
+    // next() says so (docs/torch.md, "Leases") instead of waiting.
+    if (may_grow) {
+      auto third = loader->next();
+      ASSERT_TRUE(third.has_value());
+      EXPECT_EQ(third->indices.front(), 8);
+    } else {
+      try {
+        (void)loader->next();
+        ADD_FAILURE() << "a third batch was delivered while both slots were leased";
+      } catch (gpufeed::logic_error const& e) {
+        EXPECT_NE(std::string{e.what()}.find("all 2 ring slots are leased"), std::string::npos)
+            << e.what();
+      }
+    }
+    EXPECT_TRUE(torch::equal(view, expected));  // and the viewed rows were not overwritten
+  }
+}
+
+TEST(torch_loader_test, ReleasingTheTensorsGivesTheSlotBack) {
+  rows_dataset const data{40};
+  auto options = gt::data_loader_options{4}.prefetch_depth(2);
+  options.loader().timeout = std::chrono::milliseconds{20'000};
+  auto loader = gt::make_data_loader<SequentialSampler>(rows_dataset{data}.map(Stack<>()), options);
+  for (std::size_t b = 0; b < 10; ++b) {
+    auto batch = loader->next();  // each batch's tensors die at the end of the iteration
+    ASSERT_TRUE(batch.has_value()) << "batch " << b;
+    EXPECT_EQ(batch->indices.front(), static_cast<std::int64_t>(4 * b));
+  }
+}
+
+TEST(torch_loader_test, TensorsOutliveTheirLoaderSafely) {
+  rows_dataset const data{16};
+  torch::Tensor kept;
+  std::int64_t first = -1;
+  {
+    auto loader =
+        gt::make_data_loader<SequentialSampler>(rows_dataset{data}.map(Stack<>()), std::size_t{8});
+    auto b = loader->next();
+    ASSERT_TRUE(b.has_value());
+    kept = b->data;
+    first = b->indices.front();
+  }  // the loader is gone; the slot stays valid while `kept` views it
+  EXPECT_TRUE(torch::equal(kept[0], data.images()[first]));
+}
 
 }  // namespace

@@ -16,7 +16,8 @@ gpufeed_set_warnings(gpufeed_text_log_capture)
 #   cmake --build <build> --target gpufeed_torch_tests
 add_custom_target(gpufeed_torch_tests)
 
-foreach(suite torch_adapter torch_sampler torch_loader batch_size loader_iterator object_batches)
+foreach(suite torch_adapter torch_worker_reads torch_sampler torch_loader batch_size loader_iterator
+              object_batches)
   add_executable(${suite}_test torch/${suite}_test.cpp torch/torch_test_datasets.hpp
                                support/test_datasets.hpp)
   target_include_directories(${suite}_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})

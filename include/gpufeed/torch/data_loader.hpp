@@ -50,6 +50,7 @@
 #include "gpufeed/torch/object_batches.hpp"
 #include "gpufeed/torch/sampler_orders.hpp"
 #include "gpufeed/torch/tensors.hpp"
+#include "gpufeed/torch/worker_exception.hpp"
 
 namespace gpufeed::torch {
 
@@ -163,7 +164,7 @@ class data_loader {
   /// @brief The next batch of the epoch, or nullopt at its end (the following call starts the
   /// next epoch). On the CUDA path torch's current stream (now) waits for the batch's copy.
   /// Blocks until the batch is ready, the timeout passes (timeout_error) or a read fails
-  /// (sample_error). @throws logic_error after join().
+  /// (worker_exception, a torch::data::WorkerException). @throws logic_error after join().
   [[nodiscard]] std::optional<tensor_batch> next();
 
   /// @brief Input iterator over one epoch (loader_iterator.hpp); owns the current batch until it
