@@ -1,6 +1,6 @@
 """The dataset gpufeed's C++ loader reads, made of the one a gpufeed.DataLoader is given: a
 bundled one (gpufeed.datasets) as it is, any other through the Python adapter, read by worker
-processes (started here) or by threads."""
+processes (started when the loader is first iterated) or by threads."""
 
 from . import _gpufeed, _workers
 from ._notes import say_once

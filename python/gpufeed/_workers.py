@@ -20,6 +20,7 @@ import re
 import signal
 import struct
 import traceback
+import warnings
 
 from . import _gpufeed
 
@@ -215,7 +216,9 @@ def _exit_hook_before_multiprocessings():
 
 
 class WorkerProcesses:
-    """The worker processes of one loader: started at once, stopped by close()."""
+    """The worker processes of one loader: started by start(), when the loader is first
+    iterated (as torch starts its workers, so that they copy the dataset as it is then), and
+    stopped by close()."""
 
     def __init__(self, native, dataset, num_workers, multiprocessing_context, worker_init_fn,
                  base_seed, collate_fn=None, iterable=False, drop_last=False):
@@ -223,18 +226,37 @@ class WorkerProcesses:
         self._owner = os.getpid()
         self.processes = []
         self._exit_codes = {}  # pid: exit code, of the workers reaped
-        context = _context(multiprocessing_context)
-        self.start_method = context.get_start_method()
+        self._context = _context(multiprocessing_context)
+        self.start_method = self._context.get_start_method()
+        self._arguments = (dataset, num_workers, base_seed, worker_init_fn, collate_fn, iterable,
+                           drop_last)
+        self.started = False
+
+    def start(self):
+        """Starts the workers, once. The loader's own threads already wait for them (their
+        tasks are posted): they hold no lock a worker needs, so forking now is safe, which is
+        why Python's warning about forking a process with threads is silenced here."""
+        if self.started:
+            return
+        self.started = True
+        dataset, num_workers, base_seed, worker_init_fn, collate_fn, iterable, drop_last = (
+            self._arguments)
+        self._arguments = None  # the workers hold the dataset from now on
         _exit_hook_before_multiprocessings()
         try:
             for worker_id in range(num_workers):
-                files = tuple(_Descriptor(fd) for fd in native.files(worker_id))
-                process = context.Process(
+                files = tuple(_Descriptor(fd) for fd in self._native.files(worker_id))
+                process = self._context.Process(
                     target=_worker_main, name=f"gpufeed-worker-{worker_id}", daemon=True,
                     args=(dataset, worker_id, num_workers, base_seed, worker_init_fn, files,
-                          native.arena_reserve, os.getpid(), collate_fn, iterable, drop_last))
+                          self._native.arena_reserve, os.getpid(), collate_fn, iterable,
+                          drop_last))
                 try:
-                    process.start()
+                    with warnings.catch_warnings():
+                        warnings.filterwarnings("ignore", category=DeprecationWarning,
+                                                message=r".*use of fork\(\) may lead to "
+                                                "deadlocks")
+                        process.start()
                 except (pickle.PicklingError, AttributeError, TypeError) as e:
                     raise ValueError(
                         f"multiprocessing_context={self.start_method!r} starts each worker "
@@ -243,10 +265,10 @@ class WorkerProcesses:
                         f"DataLoader does, and this one does not pickle: {e}. Define them at "
                         "module level, use the 'fork' start method, or worker_type='thread'"
                     ) from e
-                native.attach(worker_id, process.pid)
+                self._native.attach(worker_id, process.pid)
                 self.processes.append(process)
         except BaseException:
-            self.close()
+            self._stop_processes()
             raise
 
     def exit_codes(self):
@@ -294,6 +316,11 @@ class WorkerProcesses:
         mapped for the batches alive)."""
         if os.getpid() != self._owner:
             return  # a process forked from the loader's: these workers are its parent's
+        self._arguments = None
+        self._stop_processes(timeout)
+        self._native.release_workers()
+
+    def _stop_processes(self, timeout=1.0):
         if self.processes:
             self._native.stop_workers()
             for p in self.processes:
@@ -308,7 +335,6 @@ class WorkerProcesses:
                 self._exit_codes.setdefault(p.pid, p.exitcode)
                 p.close()  # its pipe to the process
             self.processes = []
-        self._native.release_workers()
 
 
 # ---- a collate_fn's batches ----------------------------------------------------------------------

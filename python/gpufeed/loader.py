@@ -345,6 +345,12 @@ class DataLoader:
 
     def _start_epoch(self):
         self._follow_length()
+        if self._workers is not None and not self._workers.started:
+            try:
+                self._workers.start()
+            except BaseException:
+                self.close()  # the loader's threads wait for workers that will never come
+                raise
         self._yielded = 0
         self.step_info = None
         self._workers_ended = set()  # an iterable dataset's workers whose iterators ended

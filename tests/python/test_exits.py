@@ -91,6 +91,8 @@ def loader_for(kind, data, **kwargs):
     if kind.startswith("process"):
         kwargs["multiprocessing_context"] = "fork"  # this script cannot be imported again
     loader = gpufeed.DataLoader(data, **kwargs)
+    if loader._workers is not None:
+        loader._workers.start()  # as iter() would: the processes to look for afterwards
     workers = loader._workers.processes if loader._workers is not None else []
     print("workers", *(f"{p.pid}:{psutil.Process(p.pid).create_time()!r}" for p in workers),
           flush=True)

@@ -61,9 +61,9 @@ def test_a_thousand_loaders_leave_no_process_file_memfd_or_memory_behind(tmp_pat
         def cycle():
             loader = gpufeed.DataLoader(Tiny(), batch_size=4, num_workers=2,
                                         worker_type="process")
-            assert len(loader._workers.processes) == 2
             for batch in loader:
                 assert batch[:, 0].tolist() == [0.0, 1.0, 2.0, 3.0]
+                assert len(loader._workers.processes) == 2
                 break
             del loader, batch
 
@@ -160,9 +160,9 @@ def test_ctrl_c_while_waiting_in_next_stops_the_worker_processes(tmp_path, handl
         data = Hour()
         loader = gpufeed.DataLoader(data, batch_size=2, num_workers=2, worker_type="process",
                                     multiprocessing_context="fork")
+        it = iter(loader)  # starts the worker processes
         print("workers", *(f"{p.pid}:{p.create_time()!r}" for p in worker_children()),
               flush=True)
-        it = iter(loader)
         assert data.inside.wait(60)
         announce_when_main_waits_in_gpufeed("waiting")
         if sys.argv[1] == "caught":

@@ -16,6 +16,7 @@ import os
 import pickle
 import re
 import signal
+import time
 
 import numpy as np
 import pytest
@@ -49,8 +50,10 @@ def _start_helpers(method):
     """Starts multiprocessing's helpers for `method` (spawn and forkserver: the resource
     tracker; forkserver: the server), which it keeps for the session with a pipe to each: a
     test that counts files starts them first."""
-    gpufeed.DataLoader(samples.Indices(4), num_workers=1, worker_type="process",
-                       multiprocessing_context=method).close()
+    loader = gpufeed.DataLoader(samples.Indices(4), num_workers=1, worker_type="process",
+                                multiprocessing_context=method)
+    next(iter(loader))  # the workers start at the first iter()
+    loader.close()
 
 
 def _extra(now, before):
@@ -75,13 +78,15 @@ def test_every_start_method_delivers_torchs_batches(method, form):
                                 multiprocessing_context=method)
     try:
         assert loader._workers.start_method == method
+        assert loader._workers.processes == []  # they start at the first iter(), as torch's
+        ours = list(loader)
         processes = [psutil.Process(p.pid) for p in loader._workers.processes]
+        assert len(processes) == 2
         me = os.getpid()
         if method == "forkserver":
             assert all(p.ppid() != me for p in processes)
         else:
             assert all(p.ppid() == me for p in processes)
-        ours = list(loader)
         if method == "spawn":  # they have run the reads, so they are past their exec
             assert all("multiprocessing.spawn" in " ".join(p.cmdline()) for p in processes)
         assert len(ours) == len(theirs) == 4
@@ -110,24 +115,30 @@ class _Local(torch.utils.data.Dataset):
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("method", ["spawn", "forkserver"])
 def test_a_dataset_that_does_not_pickle_is_refused_saying_so(method):
-    """As torch: spawn and forkserver pickle the dataset to start each worker. The refusal is a
-    ValueError that names the start method and pickling, and says what to do; nothing is left
-    behind (no process, no file). fork takes the same dataset."""
+    """As torch: spawn and forkserver pickle the dataset to start each worker, when the loader
+    is first iterated. The refusal is a ValueError that names the start method and pickling, and
+    says what to do; the loader is closed, and nothing is left behind (no process, no file).
+    fork takes the same dataset."""
     data = _Local()
     with pytest.raises(Exception):  # the premise: this dataset does not pickle
         pickle.dumps(data)
     _start_helpers(method)
     gc.collect()
     pids, files = _pids(), _fd_targets()
+    loader = gpufeed.DataLoader(data, batch_size=2, num_workers=2, worker_type="process",
+                                multiprocessing_context=method)
+    assert len(loader) == 4  # made: the workers start at iter(), as torch's
     try:
-        gpufeed.DataLoader(data, batch_size=2, num_workers=2, worker_type="process",
-                           multiprocessing_context=method)
+        iter(loader)
     except ValueError as e:  # not pytest.raises: its traceback would keep the loader alive
         message = str(e)
     else:
         pytest.fail("a dataset that does not pickle was taken")
     assert method in message and "pickl" in message, message
     assert "fork" in message or "thread" in message, message  # what to do instead
+    with pytest.raises(ValueError, match="closed"):
+        next(iter(loader))
+    del loader
     gc.collect()
     assert settles_to(_pids, pids) == pids
     assert _fd_targets() == files
@@ -136,6 +147,46 @@ def test_a_dataset_that_does_not_pickle_is_refused_saying_so(method):
                                 multiprocessing_context="fork")
     assert [b.tolist() for b in loader][0] == [[0, 0], [1, 1]]
     loader.close()
+
+
+class _StartedLater(torch.utils.data.Dataset):
+    """Gets its `start` only after the loader is made, as torch's test_dataset_not_reset sets it:
+    a worker that copied the dataset before that fails with AttributeError."""
+
+    def __len__(self):
+        return 6
+
+    def __getitem__(self, i):
+        return np.full(2, self.start + i, np.float32)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("method", START_METHODS)
+def test_workers_start_and_copy_the_dataset_at_the_first_iter(method):
+    """As torch's: the worker processes start when the loader is first iterated, so they copy
+    the dataset as it is then, and a loader that is made but never iterated starts none. The
+    loader's threads, which may already have asked for the first sample, wait for them."""
+    _start_helpers(method)
+    gc.collect()
+    pids = _pids()
+    data = _StartedLater()
+    loader = gpufeed.DataLoader(data, batch_size=3, num_workers=2, worker_type="process",
+                                multiprocessing_context=method)
+    try:
+        time.sleep(0.2)  # the loader's threads are free to ask for the first sample meanwhile
+        assert _pids() == pids, "a process started before iter()"
+        assert len(loader) == 2 and loader.state_dict()["next_epoch"] == 0
+        data.start = 100
+        assert [b[:, 0].tolist() for b in loader] == [[100, 101, 102], [103, 104, 105]]
+        assert len(_pids() - pids) == 2
+    finally:
+        loader.close()
+    never = gpufeed.DataLoader(data, batch_size=3, num_workers=2, worker_type="process",
+                               multiprocessing_context=method)
+    never.close()
+    del never
+    gc.collect()
+    assert settles_to(_pids, pids) == pids
 
 
 # ---- a worker that dies --------------------------------------------------------------------------

@@ -17,14 +17,12 @@
 #include "../gil.hpp"
 #include "../text_table.hpp"
 #include "core/host_resources.hpp"
+#include "process_link.hpp"
 #include "text_values.hpp"
 
 namespace gpufeed::python::workers {
 
 namespace {
-// How often a wait for a worker checks whether the loader stopped (a death is seen at once).
-constexpr int stop_check_ms = 100;
-
 // The most address space the ring may take: twice the machine's memory, at least 64 GiB (it
 // costs nothing until written).
 std::size_t arena_reserve_bytes() {
@@ -32,36 +30,11 @@ std::size_t arena_reserve_bytes() {
   return std::max<std::size_t>(std::size_t{64} << 30, 2 * physical);
 }
 
-std::string samples_text(std::span<sample_read const> reads) {
-  std::string text = reads.size() == 1 ? "sample " : "samples ";
-  for (std::size_t k = 0; k < reads.size(); ++k) {
-    text += (k == 0 ? "" : ", ") + std::to_string(reads[k].index);
-  }
-  return text + " of epoch " + std::to_string(reads.front().context.epoch);
-}
-
 std::string signal_name(int signal) {
   char const* abbrev = ::sigabbrev_np(signal);
   return abbrev != nullptr ? std::string{"SIG"} + abbrev : std::to_string(signal);
 }
 }  // namespace
-
-// ---- one worker
-// -----------------------------------------------------------------------------------
-
-struct process_dataset::link {
-  unsigned id = 0;
-  mailbox* box = nullptr;
-  file_descriptor to_worker;
-  file_descriptor to_main;
-  file_descriptor pidfd;
-  int pid = -1;
-  std::mutex mutex;  // one task at a time
-  std::uint64_t sequence = 0;
-  bool layout_sent = false;
-  std::uint64_t next_token = 0;
-  std::string death;  // how it ended, once it did: every later task fails so
-};
 
 // A sample a worker process read and keeps until it can be written.
 class remote_staged final : public staged_sample {
@@ -120,9 +93,13 @@ process_dataset::worker_files process_dataset::files(unsigned worker) const {
 
 void process_dataset::attach(unsigned worker, int pid) {
   auto& l = *links_.at(worker);
-  std::lock_guard const lock{l.mutex};
-  l.pid = pid;
-  l.pidfd = file_descriptor{open_pidfd(pid)};
+  std::lock_guard const lock{attach_mutex_};
+  if (released_.load(std::memory_order_acquire)) {
+    throw logic_error{"gpufeed: a worker process attached after the loader was closed"};
+  }
+  l.pidfd_owner = file_descriptor{open_pidfd(pid)};
+  l.pidfd.store(l.pidfd_owner.get(), std::memory_order_release);
+  l.pid.store(pid, std::memory_order_release);
 }
 
 void process_dataset::stop_workers() noexcept {
@@ -139,13 +116,15 @@ void process_dataset::stop_workers() noexcept {
 }
 
 void process_dataset::release_workers() noexcept {
+  std::lock_guard const attaching{attach_mutex_};
   released_.store(true, std::memory_order_release);
   for (auto& l : links_) {
     std::lock_guard const lock{l->mutex};
     if (l->death.empty()) l->death = "gpufeed: the loader is closed";
     l->to_worker = file_descriptor{};
     l->to_main = file_descriptor{};
-    l->pidfd = file_descriptor{};
+    l->pidfd.store(-1, std::memory_order_release);
+    l->pidfd_owner = file_descriptor{};
   }
   control_.close_file();
   arena_->close_file();
@@ -154,52 +133,13 @@ void process_dataset::release_workers() noexcept {
 // ---- tasks
 // ----------------------------------------------------------------------------------------
 
-template <class Write>
-reply_status process_dataset::exchange(link& w, task_kind kind, Write const& write,
-                                       std::string const& holding,
-                                       std::atomic<bool> const* stop) const {
-  if (!w.death.empty()) throw worker_error{w.death};
-  auto const answered = [&] {
-    return w.box->answered.load(std::memory_order_acquire) == w.sequence;
-  };
-  auto const await = [&](std::string const& what) {
-    while (!answered()) {
-      switch (wait_event(w.to_main.get(), w.pidfd.get(), stop_check_ms)) {
-        case wait_result::ready:
-          drain_event(w.to_main.get());
-          break;
-        case wait_result::peer_gone:
-          if (!answered()) throw_dead(w, what);
-          break;
-        case wait_result::timed_out:
-          if (w.pidfd.get() < 0 && w.pid > 0 && ::kill(w.pid, 0) != 0) throw_dead(w, what);
-          if (stop != nullptr && stop->load(std::memory_order_relaxed)) {
-            throw worker_error{"gpufeed: the loader stopped while worker " + std::to_string(w.id) +
-                               " was reading " + what};
-          }
-          break;
-      }
-    }
-  };
-  await("an earlier task");  // one abandoned when the loader stopped
-  payload_writer out{std::span{w.box->payload, mailbox_payload_bytes}};
-  write(out);
-  w.box->kind = static_cast<std::uint32_t>(kind);
-  w.box->status = 0;
-  w.box->bytes = out.used();
-  w.box->posted.store(++w.sequence, std::memory_order_release);
-  signal_event(w.to_worker.get());
-  await(holding);
-  return static_cast<reply_status>(w.box->status);
-}
-
 void process_dataset::throw_dead(link& w, std::string const& holding) const {
   std::string how = "ended";
   std::string advice;
   siginfo_t info{};
-  if (w.pid > 0 &&
-      ::waitid(P_PID, static_cast<id_t>(w.pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-      info.si_pid == w.pid) {
+  auto const pid = w.pid.load(std::memory_order_acquire);
+  if (pid > 0 && ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+      info.si_pid == pid) {
     if (info.si_code == CLD_EXITED) {
       how = "exited with status " + std::to_string(info.si_status);
     } else if (info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED) {
@@ -212,7 +152,7 @@ void process_dataset::throw_dead(link& w, std::string const& holding) const {
       }
     }
   }
-  w.death = "gpufeed: worker process " + std::to_string(w.id) + " (pid " + std::to_string(w.pid) +
+  w.death = "gpufeed: worker process " + std::to_string(w.id) + " (pid " + std::to_string(pid) +
             ") " + how + " while reading " + holding +
             "; the loader cannot go on (make a new one)" + advice;
   throw worker_error{w.death};
@@ -414,85 +354,6 @@ void process_dataset::drop_staged(unsigned worker, std::uint64_t token) const no
   } catch (...) {
     // it goes with the worker
   }
-}
-
-void process_dataset::collate_each(link& w, std::span<sample_read> reads) const {
-  auto const* stop = reads.front().context.stop;
-  auto const* slot = reads.front().out.bytes(0).data();
-  block_of_slot block;
-  {
-    std::lock_guard const lock{blocks_mutex_};
-    block = blocks_[slot];
-  }
-  auto const holding = samples_text(reads);
-  auto const grow_to = [&](std::size_t need) {
-    std::lock_guard const lock{blocks_mutex_};
-    auto const capacity = std::max(need, largest_batch_ + largest_batch_ / 4);
-    if (collate_budget_ > 0 && block_bytes_ + capacity > collate_budget_) {
-      throw out_of_memory{
-          "gpufeed: collate_fn's batches take " + std::to_string(block_bytes_) +
-          " bytes of blocks already, and a batch of " + std::to_string(need) +
-          " bytes needs one more, over the budget of " + std::to_string(collate_budget_) +
-          " bytes (held_batches_budget); raise held_batches_budget, or make smaller batches"};
-    }
-    block.offset = arena_->block(capacity);
-    block.capacity = capacity;
-    block_bytes_ += capacity;
-  };
-  auto const post = [&](task_kind kind) {
-    return exchange(
-        w, kind,
-        [&](payload_writer& out) {
-          out.put<std::uint64_t>(reads.front().context.epoch);
-          out.put<std::uint64_t>(block.offset).put<std::uint64_t>(block.capacity);
-          if (kind == task_kind::collate) {
-            out.put<std::uint32_t>(static_cast<std::uint32_t>(reads.size()));
-            for (auto const& r : reads) out.put<std::uint64_t>(r.index);
-          }
-        },
-        holding, stop);
-  };
-  auto status = post(task_kind::collate);
-  for (int attempt = 0;; ++attempt) {
-    if (status == reply_status::fatal) throw_fatal(w);
-    payload_reader in{std::span<std::byte const>{w.box->payload, w.box->bytes}};
-    auto const result = static_cast<collate_result>(in.get<std::uint8_t>());
-    if (result == collate_result::written || result == collate_result::ended) {
-      bool const ended = result == collate_result::ended;
-      block.used = ended ? 0 : static_cast<std::size_t>(in.get<std::uint64_t>());
-      block.ended = ended;
-      block.worker = w.id;
-      std::lock_guard const lock{blocks_mutex_};
-      blocks_[slot] = block;
-      largest_batch_ = std::max(largest_batch_, block.used);
-      return;
-    }
-    if (result == collate_result::failed) {
-      // The batch is made whole or not at all: its one failure is every sample's.
-      std::exception_ptr failure;
-      std::vector<sample_view> outs{reads.front().out};
-      std::vector<std::size_t> ids{reads.front().index};
-      std::span<std::exception_ptr> one{&failure, 1};
-      take_records(w, outs, ids, one, sizeof(std::uint8_t));  // after the result
-      for (auto& r : reads) r.failure = failure;
-      return;
-    }
-    if (attempt > 0) {
-      throw std::runtime_error{"a worker asked twice for a larger block"};
-    }
-    grow_to(static_cast<std::size_t>(in.get<std::uint64_t>()));
-    status = post(task_kind::collate_write);
-  }
-}
-
-process_dataset::collated process_dataset::collated_batch(std::byte const* slot) const {
-  std::lock_guard const lock{blocks_mutex_};
-  auto const found = blocks_.find(slot);
-  if (found == blocks_.end()) {
-    throw std::out_of_range{"gpufeed: no batch was collated into this slot"};
-  }
-  auto const& b = found->second;
-  return {arena_->at(b.offset), b.used, b.ended, b.worker};
 }
 
 }  // namespace gpufeed::python::workers

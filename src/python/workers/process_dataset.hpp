@@ -87,7 +87,9 @@ class process_dataset final : public dataset {
   [[nodiscard]] worker_files files(unsigned worker) const;
   [[nodiscard]] std::size_t arena_reserve() const noexcept { return arena_->reserved(); }
   [[nodiscard]] unsigned workers() const noexcept { return static_cast<unsigned>(links_.size()); }
-  /// Worker `w` runs as process `pid`: its death is seen from now on.
+  /// Worker `w` runs as process `pid`: its death is seen from now on. Tasks posted before wait
+  /// for it (the processes start when the loader is first iterated, its workers read before).
+  /// @throws logic_error after release_workers().
   void attach(unsigned worker, int pid);
   /// Asks every worker to leave its loop once the task in hand is done (the caller joins them,
   /// and ends those that do not leave).
@@ -174,6 +176,7 @@ class process_dataset final : public dataset {
   shared_mapping control_;
   std::vector<std::unique_ptr<link>> links_;
   std::atomic<bool> released_{false};  // release_workers() ran: no worker to wake
+  std::mutex attach_mutex_;            // attach() against release_workers()
   mutable std::mutex layout_mutex_;
   mutable std::optional<sample_layout_message> layout_;      // the loader's, once chosen
   mutable std::vector<std::unique_ptr<text_values>> texts_;  // per field; null for arrays
