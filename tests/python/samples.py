@@ -245,3 +245,14 @@ class FirstDraws(Sized):
             self.barrier.wait(120)
         return (i, info.id, call, random.random(), float(np.random.random()),
                 float(torch.rand(())), str(info.seed))
+
+
+class StartedLater(torch.utils.data.Dataset):
+    """Gets its `start` only after the loader is made, as torch's test_dataset_not_reset sets it:
+    a worker that copied the dataset before that fails with AttributeError."""
+
+    def __len__(self):
+        return 6
+
+    def __getitem__(self, i):
+        return np.full(2, self.start + i, np.float32)

@@ -149,17 +149,6 @@ def test_a_dataset_that_does_not_pickle_is_refused_saying_so(method):
     loader.close()
 
 
-class _StartedLater(torch.utils.data.Dataset):
-    """Gets its `start` only after the loader is made, as torch's test_dataset_not_reset sets it:
-    a worker that copied the dataset before that fails with AttributeError."""
-
-    def __len__(self):
-        return 6
-
-    def __getitem__(self, i):
-        return np.full(2, self.start + i, np.float32)
-
-
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("method", START_METHODS)
 def test_workers_start_and_copy_the_dataset_at_the_first_iter(method):
@@ -169,7 +158,7 @@ def test_workers_start_and_copy_the_dataset_at_the_first_iter(method):
     _start_helpers(method)
     gc.collect()
     pids = _pids()
-    data = _StartedLater()
+    data = samples.StartedLater()
     loader = gpufeed.DataLoader(data, batch_size=3, num_workers=2, worker_type="process",
                                 multiprocessing_context=method)
     try:
