@@ -1,0 +1,55 @@
+// The C++ core's messages as a Python user reads them: the DataLoader's argument names and
+// Python values instead of loader_options::, placement:: and gpufeed::auto_depth, and no
+// precondition's source location.
+#include "python/python_terms.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace {
+
+using gpufeed::python::in_python_terms;
+
+TEST(python_terms_test, OptionsAreNamedAsTheDataLoadersArguments) {
+  EXPECT_EQ(in_python_terms("loader_options::batch_size must be positive"),
+            "batch_size must be positive");
+  EXPECT_EQ(in_python_terms("raise loader_options::held_batches_budget."),
+            "raise held_batches_budget.");  // the full stop stays outside the name
+}
+
+TEST(python_terms_test, OptionsWithAnotherPythonNameAreRenamed) {
+  EXPECT_EQ(in_python_terms("lower loader_options::workers"), "lower num_workers");
+  EXPECT_EQ(in_python_terms("loader_options::target is CUDA"), "device is CUDA");
+  // Only whole names: an option that merely begins like a renamed one keeps its name.
+  EXPECT_EQ(in_python_terms("loader_options::workers_per_gpu"), "workers_per_gpu");
+}
+
+TEST(python_terms_test, AnAssignmentReadsAsAKeywordArgument) {
+  EXPECT_EQ(in_python_terms("loader_options::prefetch_depth = 0 is out of range"),
+            "prefetch_depth=0 is out of range");
+  EXPECT_EQ(in_python_terms("loader_options::workers = 3"), "num_workers=3");
+}
+
+TEST(python_terms_test, ValuesTakeTheirPythonSpelling) {
+  EXPECT_EQ(in_python_terms("use gpufeed::auto_depth or 1-64"), "use 'auto' or 1-64");
+  EXPECT_EQ(in_python_terms("loader_options::target = placement::cuda needs a GPU"),
+            "device='cuda' needs a GPU");
+  EXPECT_EQ(in_python_terms("placement::host batches"), "None batches");
+}
+
+TEST(python_terms_test, APreconditionsSourceLocationIsDropped) {
+  EXPECT_EQ(in_python_terms("gpufeed: bad size [n > 0 failed at src/options.cpp:42]"),
+            "gpufeed: bad size");
+  // Brackets that are not a location stay.
+  EXPECT_EQ(in_python_terms("shape [3, 4]"), "shape [3, 4]");
+  EXPECT_EQ(in_python_terms("a [note] then text"), "a [note] then text");
+}
+
+TEST(python_terms_test, OtherTextIsUnchanged) {
+  std::string const plain = "gpufeed: reading sample 7 (epoch 0, worker 1) failed: boom";
+  EXPECT_EQ(in_python_terms(plain), plain);
+  EXPECT_EQ(in_python_terms(""), "");
+}
+
+}  // namespace
