@@ -258,6 +258,10 @@ class WorkerProcesses:
                                                 "deadlocks")
                         process.start()
                 except (pickle.PicklingError, AttributeError, TypeError) as e:
+                    # torch's words first, so that warning filters and tests written for its
+                    # DataLoader match; stacklevel: the caller's iter().
+                    warnings.warn("Got pickle error when attempting to start a worker Process: "
+                                  f"{e}", UserWarning, stacklevel=4)
                     raise ValueError(
                         f"multiprocessing_context={self.start_method!r} starts each worker "
                         "process by pickling the dataset, worker_init_fn and collate_fn, as "

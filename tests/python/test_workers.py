@@ -128,12 +128,16 @@ def test_a_dataset_that_does_not_pickle_is_refused_saying_so(method):
     loader = gpufeed.DataLoader(data, batch_size=2, num_workers=2, worker_type="process",
                                 multiprocessing_context=method)
     assert len(loader) == 4  # made: the workers start at iter(), as torch's
-    try:
-        iter(loader)
-    except ValueError as e:  # not pytest.raises: its traceback would keep the loader alive
-        message = str(e)
-    else:
-        pytest.fail("a dataset that does not pickle was taken")
+    # torch's warning first, then the refusal.
+    with pytest.warns(UserWarning, match="Got pickle error when attempting to start a worker "
+                      "Process") as warned:
+        try:
+            iter(loader)
+        except ValueError as e:  # not pytest.raises: its traceback would keep the loader alive
+            message = str(e)
+        else:
+            pytest.fail("a dataset that does not pickle was taken")
+    assert any(w.filename == __file__ for w in warned), [w.filename for w in warned]
     assert method in message and "pickl" in message, message
     assert "fork" in message or "thread" in message, message  # what to do instead
     with pytest.raises(ValueError, match="closed"):
