@@ -230,15 +230,15 @@ class WorkerProcesses:
         self.start_method = self._context.get_start_method()
         self._arguments = (dataset, num_workers, base_seed, worker_init_fn, collate_fn, iterable,
                            drop_last)
-        self.started = False
+        self._started = False
 
     def start(self):
         """Starts the workers, once. The loader's own threads already wait for them (their
         tasks are posted): they hold no lock a worker needs, so forking now is safe, which is
         why Python's warning about forking a process with threads is silenced here."""
-        if self.started:
+        if self._started:
             return
-        self.started = True
+        self._started = True
         dataset, num_workers, base_seed, worker_init_fn, collate_fn, iterable, drop_last = (
             self._arguments)
         self._arguments = None  # the workers hold the dataset from now on

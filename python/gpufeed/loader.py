@@ -166,8 +166,8 @@ class DataLoader:
         return order
 
     def _start_core(self, options, order, rank):
-        """Makes the C++ loader, which starts its workers (closing the worker processes if it
-        cannot)."""
+        """Makes the C++ loader, which starts its worker threads (worker processes start at the
+        first iter()); closes the loader if it cannot."""
         try:
             self._core = _gpufeed.Loader(self._native_dataset, **options)
         except BaseException:
@@ -345,7 +345,7 @@ class DataLoader:
 
     def _start_epoch(self):
         self._follow_length()
-        if self._workers is not None and not self._workers.started:
+        if self._workers is not None:
             try:
                 self._workers.start()
             except BaseException:
