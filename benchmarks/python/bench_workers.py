@@ -9,7 +9,9 @@ Datasets (workloads.py): crop (a random-offset crop of a larger uint8 array, and
 Normalize over JPEGs made here with PIL), h5py (the user's own class reading rows of an h5py
 file). For each:
   train    samples/s of a training loop: a small CNN's forward, backward and SGD step per batch
-           (on --device; `torch.set_num_threads(--torch-threads)` in the training process)
+           (on --device; `torch.set_num_threads(--torch-threads)` in the training process), and
+           of the same loop on batches held in memory (in_memory): no loader can beat that, so
+           in_memory/torch is the most any loader could gain over torch's in that run
   loader   samples/s of the loader alone (batches taken and dropped; moved to --device)
   step     the training step's own time while fed (--step-workers workers, default 1) over its
            time on a batch already in memory (the same step, no loader running)
@@ -35,6 +37,8 @@ import workloads  # noqa: E402
 
 LOADERS = ("torch", "gpufeed", "gpufeed_thread")  # the forking ones first
 RATIOS = [("gpufeed", "torch"), ("gpufeed_thread", "torch"), ("gpufeed", "gpufeed_thread")]
+CEILING = ("in_memory",)  # train runs: the same step on held batches, no loader running
+CEILING_RATIOS = [("in_memory", "torch"), ("gpufeed", "in_memory")]
 
 
 class Step:
@@ -103,8 +107,12 @@ def main():
         results[ds] = {}
         for mode in [m for m in ("train", "loader") if m in modes]:
             print(f"== {ds}, {mode}, {a.workers} workers")
-            r = paired.run_case(loaders(data, a.workers), LOADERS, RATIOS, a,
-                                step if mode == "train" else None, convert=convert)
+            # A training loop cannot run faster than on batches already in memory: in_memory/torch
+            # is the most any loader could gain over torch's in that run.
+            train = mode == "train"
+            r = paired.run_case(loaders(data, a.workers), LOADERS + (CEILING if train else ()),
+                                RATIOS + (CEILING_RATIOS if train else []), a,
+                                step if train else None, convert=convert)
             results[ds][mode] = r
             ratios = r["ratios"]["gpufeed/torch"]
             goals.append(paired.goal(f"{ds} {mode}: gpufeed >= 1.2x torch",
@@ -122,7 +130,9 @@ def main():
                         [f"{r['median_ratio'][k]:.2f} ({min(r['ratios'][k]):.2f}-"
                          f"{max(r['ratios'][k]):.2f})" for k in ("gpufeed/torch",
                                                                  "gpufeed_thread/torch")] +
-                        [f"{r['median_cpu_ratio']['gpufeed/torch']:.2f}"])
+                        [f"{r['median_cpu_ratio']['gpufeed/torch']:.2f}"] +
+                        [f"{r['median_ratio'][k]:.2f}" if k in r["median_ratio"] else ""
+                         for k in ("in_memory/torch", "gpufeed/in_memory")])
         if "step" in modes:
             print(f"== {ds}, step time fed by {a.step_workers} workers / in memory")
             r = paired.run_case(loaders(data, a.step_workers), LOADERS + ("in_memory",),
@@ -140,7 +150,7 @@ def main():
                                      spread_of=r["step_ratios"]["gpufeed"]))
             rows.append([ds, "step fed / in memory", a.step_workers] +
                         [f"{r['step_ratio_spread'][n]['median']:.2f}" for n in LOADERS] +
-                        ["", "", ""])
+                        ["", "", "", "", ""])
         if "memory" in modes:
             print(f"== {ds}, memory (each loader alone in a child process)")
             results[ds]["memory"] = paired.memory_in_children(
@@ -148,10 +158,11 @@ def main():
             m = results[ds]["memory"]["median"]
             rows.append([ds, "peak RSS / PSS MiB", a.workers] +
                         [f"{m[n]['peak_rss'] / 2**20:.0f} / {m[n]['peak_pss'] / 2**20:.0f}"
-                         for n in LOADERS] + ["", "", ""])
+                         for n in LOADERS] + ["", "", "", "", ""])
     print(f"\n{os.cpu_count()} cores, load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     paired.print_table(["dataset", "run", "workers"] + list(LOADERS) +
-                       ["gpufeed/torch", "thread/torch", "CPU torch/gpufeed"], rows)
+                       ["gpufeed/torch", "thread/torch", "CPU torch/gpufeed", "in memory/torch",
+                        "gpufeed/in memory"], rows)
     for g in goals:
         print(f"  {'met' if g['met'] else 'NOT met'}: {g['goal']}: {g['measured']}"
               + (f" (range {g['range'][0]}-{g['range'][1]})" if "range" in g else ""))
