@@ -1,6 +1,6 @@
 // The C++ core's messages as a Python user reads them: the DataLoader's argument names and
-// Python values instead of loader_options::, placement:: and gpufeed::auto_depth, and no
-// precondition's source location.
+// Python values instead of loader_options::, placement::, staging_memory::, stats:: and
+// gpufeed::auto_depth, and no precondition's source location.
 #include "python/python_terms.hpp"
 
 #include <gtest/gtest.h>
@@ -36,6 +36,20 @@ TEST(python_terms_test, ValuesTakeTheirPythonSpelling) {
   EXPECT_EQ(in_python_terms("loader_options::target = placement::cuda needs a GPU"),
             "device='cuda' needs a GPU");
   EXPECT_EQ(in_python_terms("placement::host batches"), "None batches");
+}
+
+TEST(python_terms_test, StagingValuesAreTheirPythonStrings) {
+  EXPECT_EQ(in_python_terms("or use staging = staging_memory::pageable to pin nothing"),
+            "or use staging = 'pageable' to pin nothing");
+  EXPECT_EQ(in_python_terms("staging_memory::pinned"), "'pinned'");
+}
+
+TEST(python_terms_test, AStatsFigureIsAnEntryOfLoaderStats) {
+  EXPECT_EQ(in_python_terms("If the loader stalls (stats::stall_fraction()), input"),
+            "If the loader stalls (loader.stats()['stall_fraction']), input");
+  // Not a call, or part of a longer name: unchanged.
+  EXPECT_EQ(in_python_terms("stats::stall_fraction is"), "stats::stall_fraction is");
+  EXPECT_EQ(in_python_terms("gpufeed::stats::x()"), "gpufeed::stats::x()");
 }
 
 TEST(python_terms_test, APreconditionsSourceLocationIsDropped) {

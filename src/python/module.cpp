@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 #include "gpufeed/version.hpp"
 #include "loader.hpp"
+#include "log_terms.hpp"
 #include "stats.hpp"
 #include "workers/bindings.hpp"
 
@@ -23,6 +24,7 @@ PYBIND11_MODULE(_gpufeed, m) {
   namespace gp = gpufeed::python;
   m.doc() = "gpufeed's compiled core; use the gpufeed package.";
   gp::register_exception_translation();
+  gp::log_in_python_terms();
   gp::bind_batch(m);
   gp::bind_datasets(m);
   gp::bind_loader(m);

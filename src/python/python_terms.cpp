@@ -10,6 +10,7 @@ namespace gpufeed::python {
 namespace {
 
 constexpr std::string_view options_prefix = "loader_options::";
+constexpr std::string_view stats_prefix = "stats::";  // stats::NAME(): a figure of loader.stats()
 
 // The C++ options whose Python argument has another name.
 constexpr std::array<std::pair<std::string_view, std::string_view>, 2> renamed{{
@@ -18,10 +19,12 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 2> renamed{{
 }};
 
 // C++ values and their Python spelling.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 3> values{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 5> values{{
     {"placement::cuda", "'cuda'"},
     {"placement::host", "None"},
     {"gpufeed::auto_depth", "'auto'"},
+    {"staging_memory::pinned", "'pinned'"},
+    {"staging_memory::pageable", "'pageable'"},
 }};
 
 // A failed precondition ends its message with " [CONDITION failed at FILE:LINE]": the C++
@@ -67,6 +70,19 @@ std::string in_python_terms(std::string_view message) {
         i += 3;
       }
       continue;
+    }
+    if (rest.starts_with(stats_prefix) &&
+        (i == 0 || (!name_char(message[i - 1]) && message[i - 1] != ':'))) {
+      auto end = stats_prefix.size();
+      while (end < rest.size() && name_char(rest[end])) ++end;
+      auto const name = rest.substr(stats_prefix.size(), end - stats_prefix.size());
+      if (!name.empty() && rest.substr(end).starts_with("()")) {
+        out += "loader.stats()['";
+        out += name;
+        out += "']";
+        i += end + 2;
+        continue;
+      }
     }
     bool replaced = false;
     for (auto const& [cpp, py] : values) {

@@ -11,8 +11,9 @@ namespace gpufeed::python {
 /// `message` with each `loader_options::NAME` as the DataLoader's argument (`NAME`, or its
 /// Python name where it differs: `workers` is `num_workers`, `target` is `device`),
 /// `loader_options::NAME = V` as `NAME=V`, `placement::cuda` / `placement::host` /
-/// `gpufeed::auto_depth` as `'cuda'` / `None` / `'auto'`, and without the source location a
-/// failed precondition appends.
+/// `gpufeed::auto_depth` as `'cuda'` / `None` / `'auto'`, `staging_memory::pinned` /
+/// `staging_memory::pageable` as `'pinned'` / `'pageable'`, `stats::NAME()` as
+/// `loader.stats()['NAME']`, and without the source location a failed precondition appends.
 std::string in_python_terms(std::string_view message);
 
 }  // namespace gpufeed::python

@@ -279,6 +279,19 @@ def test_errors_from_the_core_name_the_dataloaders_arguments():
     assert "loader_options" not in message and "::" not in message and "failed at" not in message
 
 
+def test_log_lines_name_the_dataloaders_arguments(capfd):
+    """The core's log lines reach a Python user in the same words as its errors: the warning of
+    batches held past the ring names held_batches_budget, not loader_options::."""
+    gpufeed.set_log_level("warn")
+    loader = gpufeed.DataLoader(Indices(40), batch_size=4, prefetch_depth=2, worker_type="thread")
+    held = list(loader)  # every batch alive at once: the ring grows, and says so once
+    assert len(held) == 10
+    err = capfd.readouterr().err
+    assert "ring slots are leased to batches that are still alive" in err
+    assert "held_batches_budget)" in err
+    assert "loader_options" not in err and "::" not in err
+
+
 def test_missing_files_raise_file_error():
     with pytest.raises(gpufeed.FileError) as caught:
         gpufeed.datasets.HDF5(os.path.join("/nonexistent", "x.h5"))
