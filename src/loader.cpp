@@ -147,7 +147,7 @@ void loader::write_trace(std::ostream& out) const {
       front_, [&](auto& core) { core.write_trace(out); },
       [&](auto&) {
         detail::expect_tracing(options().trace_events);
-        detail::trace_recorder{1}.write(out, 0, 0);
+        detail::trace_recorder::write_empty(out, options().trace_events);
       });
 }
 void loader::write_trace(std::filesystem::path const& path) const {

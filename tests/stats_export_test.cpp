@@ -409,6 +409,7 @@ TEST(stats_export_test, TraceBeforeTheFirstBatchHasNoSpansAndDoesNotWait) {
     EXPECT_EQ(e["ph"].get<std::string>(), "M") << e.dump();
   }
   EXPECT_EQ(t["otherData"]["spans_kept"].get<std::size_t>(), 0U);
+  EXPECT_EQ(t["otherData"]["capacity"].get<std::size_t>(), 100U);  // trace_events, as later
   gpufeed::loader untraced{data,
                            {.batch_size = 8, .workers = 1, .order = gpufeed::sample_order::given}};
   std::ostringstream out;

@@ -60,6 +60,49 @@ void append_args(std::string& out, span const& s) {
   }
   out += text;
 }
+
+// What a trace's otherData says of the recorder.
+struct counts {
+  std::size_t kept;
+  std::uint64_t recorded;
+  std::uint64_t dropped;
+  std::size_t capacity;
+};
+
+void write_spans(std::ostream& out, std::vector<span> const& spans, std::int64_t origin_ns,
+                 unsigned workers, counts const& c) {
+  std::string text = "{\"traceEvents\":[";
+  auto const thread_name = [&](unsigned tid, std::string const& name) {
+    text += "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":" + std::to_string(tid) +
+            ",\"args\":{\"name\":";
+    append_json_string(text, name);
+    text += "}},";
+  };
+  text +=
+      "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":"
+      "\"gpufeed loader\"}},";
+  for (unsigned w = 0; w < workers; ++w) {
+    thread_name(w, "worker " + std::to_string(w));
+  }
+  thread_name(workers, "consumer");
+  for (auto const& s : spans) {
+    text += "{\"name\":\"";
+    text += name_of(s.kind);
+    text += "\",\"cat\":\"gpufeed\",\"ph\":\"X\",\"ts\":";
+    append_microseconds(text, s.begin_ns - origin_ns);
+    text += ",\"dur\":";
+    append_microseconds(text, std::max<std::int64_t>(s.duration_ns, 0));
+    text += ",\"pid\":1,\"tid\":" + std::to_string(s.tid) + ",\"args\":";
+    append_args(text, s);
+    text += "},";
+  }
+  text.pop_back();  // the last comma (there is always the process name)
+  text += "],\"displayTimeUnit\":\"ms\",\"otherData\":{\"spans_kept\":" + std::to_string(c.kept) +
+          ",\"spans_recorded\":" + std::to_string(c.recorded) +
+          ",\"spans_dropped\":" + std::to_string(c.dropped) +
+          ",\"capacity\":" + std::to_string(c.capacity) + "}}\n";
+  out << text;
+}
 }  // namespace
 
 bool trace_recorder::entry::claim(std::uint64_t n) noexcept {
@@ -124,39 +167,11 @@ void trace_recorder::write(std::ostream& out, std::int64_t origin_ns, unsigned w
   }
   std::sort(spans.begin(), spans.end(),
             [](span const& a, span const& b) { return a.begin_ns < b.begin_ns; });
+  write_spans(out, spans, origin_ns, workers, {spans.size(), recorded(), dropped(), capacity_});
+}
 
-  std::string text = "{\"traceEvents\":[";
-  auto const thread_name = [&](unsigned tid, std::string const& name) {
-    text += "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":" + std::to_string(tid) +
-            ",\"args\":{\"name\":";
-    append_json_string(text, name);
-    text += "}},";
-  };
-  text +=
-      "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":"
-      "\"gpufeed loader\"}},";
-  for (unsigned w = 0; w < workers; ++w) {
-    thread_name(w, "worker " + std::to_string(w));
-  }
-  thread_name(workers, "consumer");
-  for (auto const& s : spans) {
-    text += "{\"name\":\"";
-    text += name_of(s.kind);
-    text += "\",\"cat\":\"gpufeed\",\"ph\":\"X\",\"ts\":";
-    append_microseconds(text, s.begin_ns - origin_ns);
-    text += ",\"dur\":";
-    append_microseconds(text, std::max<std::int64_t>(s.duration_ns, 0));
-    text += ",\"pid\":1,\"tid\":" + std::to_string(s.tid) + ",\"args\":";
-    append_args(text, s);
-    text += "},";
-  }
-  text.pop_back();  // the last comma (there is always the process name)
-  text +=
-      "],\"displayTimeUnit\":\"ms\",\"otherData\":{\"spans_kept\":" + std::to_string(spans.size()) +
-      ",\"spans_recorded\":" + std::to_string(recorded()) +
-      ",\"spans_dropped\":" + std::to_string(dropped()) +
-      ",\"capacity\":" + std::to_string(capacity_) + "}}\n";
-  out << text;
+void trace_recorder::write_empty(std::ostream& out, std::size_t capacity) {
+  write_spans(out, {}, 0, 0, {0, 0, 0, capacity});
 }
 
 }  // namespace gpufeed::detail

@@ -38,6 +38,9 @@ class trace_recorder {
   /// microseconds since `origin_ns` (steady clock); threads 0 .. workers - 1 are named
   /// "worker N", thread `workers` "consumer". Safe while others record.
   void write(std::ostream& out, std::int64_t origin_ns, unsigned workers) const;
+  /// The trace of a recorder of `capacity` spans that has recorded none (a loader's before its
+  /// first batch), without allocating one.
+  static void write_empty(std::ostream& out, std::size_t capacity);
 
   /// Spans recorded so far, those overwritten or dropped included.
   [[nodiscard]] std::uint64_t recorded() const noexcept {
