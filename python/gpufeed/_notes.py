@@ -26,7 +26,8 @@ def note_arguments_taken_otherwise(*, pin_memory, device_index, pin_memory_devic
     if pin_memory and device_index is None:
         say_once("pin_memory", "pin_memory=True: gpufeed's host batches are not pinned; "
                  "pass device='cuda' and gpufeed copies each batch to the GPU from pinned "
-                 "memory itself (one copy per batch, non-blocking)")
+                 "memory itself (one copy per batch, non-blocking; a collate_fn's batches "
+                 "are copied by torch, tensor by tensor)")
     if pin_memory_device:
         say_once("pin_memory_device", "pin_memory_device: use device= instead")
     if multiprocessing_context is not None and worker_type == "thread":

@@ -293,10 +293,14 @@ def test_worker_init_fn_runs_once_per_worker_before_its_reads(worker_type):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: the GPU path is "
                     "checked on a GPU machine (scripts/device-check)")
-def test_cuda_batches_match_host_batches():
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+def test_cuda_batches_match_host_batches(worker_type):
     data = Indices(40)
     host = [b.tolist() for b in gpufeed.DataLoader(data, batch_size=8)]
-    on_gpu = list(gpufeed.DataLoader(data, batch_size=8, device="cuda"))
+    # Every batch kept: the ring grows while the workers write, each new slot page-locked (with
+    # processes, a slot of the shared ring).
+    on_gpu = list(gpufeed.DataLoader(data, batch_size=8, device="cuda", num_workers=2,
+                                     worker_type=worker_type, prefetch_depth=2))
     assert all(b.is_cuda for b in on_gpu)
     assert [b.cpu().tolist() for b in on_gpu] == host
 
@@ -385,9 +389,15 @@ def test_zero_size_dimensions_batch_as_torch_batches_them(worker_type):
         assert_same(a, b)
 
 
+CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: the GPU path "
+                          "is checked on a GPU machine (scripts/device-check)")
+
+
+@pytest.mark.parametrize("device", [None, pytest.param("cuda", marks=CUDA)])
 @pytest.mark.parametrize("worker_type", WORKER_TYPES)
-def test_samples_of_zero_bytes_batch_as_torch_batches_them(worker_type):
-    # Every sample an empty tensor: each slot has no bytes, and lies at the ring's very end.
+def test_samples_of_zero_bytes_batch_as_torch_batches_them(worker_type, device):
+    # Every sample an empty tensor: each slot has no bytes (on the GPU path, each is still
+    # page-locked on its own).
     class Nothing(torch.utils.data.Dataset):
         def __len__(self):
             return 5
@@ -396,8 +406,9 @@ def test_samples_of_zero_bytes_batch_as_torch_batches_them(worker_type):
             return torch.empty(0)
 
     ours = list(gpufeed.DataLoader(Nothing(), batch_size=2, num_workers=2,
-                                   worker_type=worker_type))
+                                   worker_type=worker_type, device=device))
     theirs = list(TorchLoader(Nothing(), batch_size=2))
     assert len(ours) == len(theirs) == 3
     for a, b in zip(ours, theirs):
-        assert_same(a, b)
+        assert a.is_cuda == (device == "cuda")
+        assert_same(a.cpu(), b)

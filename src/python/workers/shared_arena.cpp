@@ -1,5 +1,6 @@
 #include "shared_arena.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -8,17 +9,15 @@
 
 namespace gpufeed::python::workers {
 
-namespace {
-constexpr std::size_t page_bytes = 4096;
-}
-
 shared_arena::shared_arena(std::size_t reserve)
     : mapping_{shared_mapping::create("gpufeed-ring", reserve)} {}
 
 std::byte* shared_arena::slot_memory(std::size_t, std::size_t bytes) {
   std::lock_guard const lock{mutex_};
   auto const offset = used_;
-  auto const rounded = (bytes + page_bytes - 1) / page_bytes * page_bytes;
+  // Pages of its own, at least one even for a slot of zero bytes (every field empty): page
+  // locking registers each slot apart, and two slots must never share memory.
+  auto const rounded = std::max(round_to_pages(bytes), page_bytes());
   try {
     mapping_.grow(offset + rounded);
   } catch (std::system_error const& e) {

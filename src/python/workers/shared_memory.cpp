@@ -29,13 +29,20 @@ file_descriptor& file_descriptor::operator=(file_descriptor&& other) noexcept {
   return *this;
 }
 
-namespace {
-constexpr std::size_t page = 4096;
+std::size_t page_bytes() noexcept {
+  static std::size_t const bytes = [] {
+    auto const n = ::sysconf(_SC_PAGESIZE);
+    return n > 0 ? static_cast<std::size_t>(n) : std::size_t{4096};
+  }();
+  return bytes;
+}
 
-std::size_t round_to_pages(std::size_t bytes) {
+std::size_t round_to_pages(std::size_t bytes) noexcept {
+  auto const page = page_bytes();
   return (bytes + page - 1) / page * page;
 }
 
+namespace {
 std::byte* reserve_range(std::size_t bytes) {
   // Address space only: no memory, no swap is committed (MAP_NORESERVE, PROT_NONE).
   void* p = ::mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

@@ -34,6 +34,11 @@ class file_descriptor {
 /// Throws std::system_error naming `what` with errno's text.
 [[noreturn]] void throw_errno(std::string const& what);
 
+/// The system's page size (4 KiB on x86, 64 KiB on some ARM kernels): the unit of every mapping.
+[[nodiscard]] std::size_t page_bytes() noexcept;
+/// `bytes` rounded up to whole pages.
+[[nodiscard]] std::size_t round_to_pages(std::size_t bytes) noexcept;
+
 /// A shared, growable mapping of an anonymous file.
 class shared_mapping {
  public:
