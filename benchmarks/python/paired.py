@@ -364,21 +364,25 @@ def machine():
     return info
 
 
-def commit(out_dir=RESULTS):
-    """The commit measured, and the files that differed from it (the benchmark measures the
-    working tree's build), other than the results being written."""
-    def git(*args):
-        # Only the trailing newline goes: a porcelain line starts with its status columns,
-        # blank for a file changed in the work tree alone.
-        return subprocess.run(["git", "-C", REPO, *args], capture_output=True, text=True,
-                              check=False).stdout.rstrip("\n")
+def _git(*args):
+    # Only the trailing newline goes: a porcelain line starts with its status columns, blank
+    # for a file changed in the work tree alone.
+    return subprocess.run(["git", "-C", REPO, *args], capture_output=True, text=True,
+                          check=False).stdout.rstrip("\n")
 
+
+# The tree as the run starts: what it measures (files edited while it runs are not in it).
+TREE_AT_START = {"commit": _git("rev-parse", "HEAD"),
+                 "changed": [line[3:] for line in _git("status", "--porcelain").splitlines()]}
+
+
+def commit(out_dir=RESULTS):
+    """The commit measured and the files that differed from it when the run started (the
+    benchmark measures the working tree's build), other than the results being written."""
     out = os.path.relpath(os.path.abspath(out_dir), REPO)
-    # git refuses a pathspec outside the repository (a results folder elsewhere).
-    exclude = [] if out.startswith("..") else [f":(exclude){out}"]
-    changed = git("status", "--porcelain", "--", ".", *exclude)
-    files = [line[3:] for line in changed.splitlines()]
-    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(files), "dirty_files": files}
+    files = [f for f in TREE_AT_START["changed"]
+             if out.startswith("..") or not (f == out or f.startswith(out.rstrip("/") + "/"))]
+    return {"commit": TREE_AT_START["commit"], "dirty": bool(files), "dirty_files": files}
 
 
 def report(name, config, results, goals, out_dir=None):
