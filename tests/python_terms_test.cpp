@@ -52,6 +52,11 @@ TEST(python_terms_test, AStatsFigureIsAnEntryOfLoaderStats) {
   EXPECT_EQ(in_python_terms("gpufeed::stats::x()"), "gpufeed::stats::x()");
 }
 
+TEST(python_terms_test, TheFailuresOfABatchAreSampleErrorsList) {
+  EXPECT_EQ(in_python_terms("2 samples of one batch failed (sample_error::failures() has each)"),
+            "2 samples of one batch failed (SampleError.failures has each)");
+}
+
 TEST(python_terms_test, APreconditionsSourceLocationIsDropped) {
   EXPECT_EQ(in_python_terms("gpufeed: bad size [n > 0 failed at src/options.cpp:42]"),
             "gpufeed: bad size");

@@ -22,7 +22,8 @@ enum type_code : std::uint8_t {
   unsigned_int = 1,
   floating = 2,
   bfloat = 4,
-  boolean = 6,  // kDLBool (DLPack 0.8 and later)
+  complex_number = 5,  // kDLComplex: not batched, named in the refusal
+  boolean = 6,         // kDLBool (DLPack 0.8 and later)
 };
 
 struct device {

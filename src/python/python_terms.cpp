@@ -19,12 +19,13 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 2> renamed{{
 }};
 
 // C++ values and their Python spelling.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 5> values{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 6> values{{
     {"placement::cuda", "'cuda'"},
     {"placement::host", "None"},
     {"gpufeed::auto_depth", "'auto'"},
     {"staging_memory::pinned", "'pinned'"},
     {"staging_memory::pageable", "'pageable'"},
+    {"sample_error::failures()", "SampleError.failures"},
 }};
 
 // A failed precondition ends its message with " [CONDITION failed at FILE:LINE]": the C++

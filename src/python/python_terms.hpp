@@ -13,7 +13,8 @@ namespace gpufeed::python {
 /// `loader_options::NAME = V` as `NAME=V`, `placement::cuda` / `placement::host` /
 /// `gpufeed::auto_depth` as `'cuda'` / `None` / `'auto'`, `staging_memory::pinned` /
 /// `staging_memory::pageable` as `'pinned'` / `'pageable'`, `stats::NAME()` as
-/// `loader.stats()['NAME']`, and without the source location a failed precondition appends.
+/// `loader.stats()['NAME']`, `sample_error::failures()` as `SampleError.failures`, and without
+/// the source location a failed precondition appends.
 std::string in_python_terms(std::string_view message);
 
 }  // namespace gpufeed::python

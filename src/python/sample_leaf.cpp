@@ -15,6 +15,13 @@ PyObject* call_method(PyObject* object, char const* name) {
   return PyObject_CallMethod(object, name, nullptr);
 }
 
+// Complex numbers are batched as their real and imaginary parts.
+std::string complex_hint(bool complex) {
+  return complex ? " (a complex field: return torch.view_as_real(x), or numpy's "
+                   "np.stack([x.real, x.imag], -1), and view it as complex again after the loader)"
+                 : "";
+}
+
 [[noreturn]] void refuse(leaf_place const& where, std::string const& what) {
   throw std::invalid_argument{where.text() + " is " + what +
                               "; a sample's leaves must be numbers (bool, int, float), numpy "
@@ -135,10 +142,13 @@ bool leaf_view::from_buffer(PyObject* object, leaf_place const& where) {
   auto const type = from_buffer_format(buffer_.format != nullptr ? buffer_.format : "B",
                                        static_cast<std::size_t>(buffer_.itemsize));
   if (!type) {
-    refuse(where, "an array of format '" + std::string{buffer_.format ? buffer_.format : "?"} +
-                      "' (" + std::to_string(buffer_.itemsize) +
-                      " bytes per element), which gpufeed cannot batch; use bool, (u)int8, "
-                      "uint16, int16/32/64, float16/32/64");
+    std::string const format = buffer_.format ? buffer_.format : "?";
+    refuse(where, "an array of format '" + format + "' (" + std::to_string(buffer_.itemsize) +
+                      " bytes per element" +
+                      (format.find('Z') != std::string::npos ? ", complex" : "") +
+                      "), which gpufeed cannot batch; use bool, (u)int8, uint16, int16/32/64, "
+                      "float16/32/64" +
+                      complex_hint(format.find('Z') != std::string::npos));
   }
   if (static_cast<std::size_t>(buffer_.ndim) > max_field_dims) {
     refuse(where, "an array of " + std::to_string(buffer_.ndim) + " dimensions (at most " +
@@ -172,7 +182,8 @@ void leaf_view::from_dlpack(PyObject* capsule, leaf_place const& where) {
   auto const type = python::from_dlpack(t.dtype);
   if (!type) {
     refuse(where, "a tensor of DLPack type code " + std::to_string(t.dtype.code) + " with " +
-                      std::to_string(t.dtype.bits) + " bits, which gpufeed cannot batch");
+                      std::to_string(t.dtype.bits) + " bits, which gpufeed cannot batch" +
+                      complex_hint(t.dtype.code == dlpack::complex_number));
   }
   if (t.ndim < 0 || static_cast<std::size_t>(t.ndim) > max_field_dims) {
     refuse(where, "a tensor of " + std::to_string(t.ndim) + " dimensions (at most " +

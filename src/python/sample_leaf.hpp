@@ -7,6 +7,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "dlpack_abi.hpp"
@@ -18,10 +19,11 @@ namespace gpufeed::python {
 /// Where a leaf is, for error messages only: built into text only when an error is raised (the
 /// reads that succeed, under the GIL, build no strings).
 struct leaf_place {
-  std::size_t index = 0;    ///< the sample's index
-  std::string const* path;  ///< the field's name
+  std::optional<std::size_t> index;  ///< the sample's index, where the reader knows it
+  std::string const* path;           ///< the field's name
   [[nodiscard]] std::string text() const {
-    return "sample " + std::to_string(index) + ", field '" + *path + "'";
+    auto field = "field '" + *path + "'";
+    return index ? "sample " + std::to_string(*index) + ", " + field : field;
   }
 };
 

@@ -73,7 +73,8 @@ std::size_t sample_tree::add(py::handle object, std::string path, std::size_t de
       spec_.add(name, dtype::i64, {});  // the text's id in its field's text_table
       kinds_.push_back(PyBytes_Check(object.ptr()) != 0 ? leaf_kind::bytes : leaf_kind::str);
     } else {
-      leaf_view const leaf{object.ptr(), leaf_place{0, &name}};
+      // The caller names the sample: the tree is learnt from whichever sample came first.
+      leaf_view const leaf{object.ptr(), leaf_place{std::nullopt, &name}};
       spec_.add(name, leaf.type(), leaf.shape_vector());
       kinds_.push_back(leaf_kind::array);
     }

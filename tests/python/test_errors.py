@@ -139,6 +139,34 @@ def test_a_sample_of_another_shape_or_dtype_names_its_index_and_field(worker_typ
         next(it)
 
 
+class Complex(torch.utils.data.Dataset):
+    def __init__(self, make):
+        self.make = make
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        return self.make(i)
+
+
+@pytest.mark.parametrize("make", [lambda i: torch.full((2,), i + 1j, dtype=torch.complex64),
+                                  lambda i: np.full(2, i - 1j)], ids=["torch", "numpy"])
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+def test_a_complex_field_is_refused_with_the_way_round(worker_type, make):
+    """The first sample read (index 3 here) gives the layout: its refusal names that sample
+    once, says the field is complex and how to pass it, and every failure of the batch is
+    listed, in Python's words."""
+    loader = gpufeed.DataLoader(Complex(make), batch_size=2, sampler=[3, 4], num_workers=1,
+                                worker_type=worker_type)
+    with pytest.raises(gpufeed.SampleError) as caught:
+        next(iter(loader))
+    message = str(caught.value)
+    assert "sample 3: field 'sample' is" in message and "sample 0" not in message
+    assert "complex" in message and "torch.view_as_real(x)" in message
+    assert "SampleError.failures has each" in message and "::" not in message
+
+
 def test_a_corrupt_image_names_its_file(tmp_path):
     if not gpufeed._gpufeed.has_images:
         pytest.skip("built without the image datasets (OpenCV)")
