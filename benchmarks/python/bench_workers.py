@@ -39,6 +39,7 @@ LOADERS = ("torch", "gpufeed", "gpufeed_thread")  # the forking ones first
 RATIOS = [("gpufeed", "torch"), ("gpufeed_thread", "torch"), ("gpufeed", "gpufeed_thread")]
 CEILING = ("in_memory",)  # train runs: the same step on held batches, no loader running
 CEILING_RATIOS = [("in_memory", "torch"), ("gpufeed", "in_memory")]
+NO_RATIOS = [""] * 5  # a row without the table's five ratio columns
 
 
 class Step:
@@ -150,7 +151,7 @@ def main():
                                      spread_of=r["step_ratios"]["gpufeed"]))
             rows.append([ds, "step fed / in memory", a.step_workers] +
                         [f"{r['step_ratio_spread'][n]['median']:.2f}" for n in LOADERS] +
-                        ["", "", "", "", ""])
+                        NO_RATIOS)
         if "memory" in modes:
             print(f"== {ds}, memory (each loader alone in a child process)")
             results[ds]["memory"] = paired.memory_in_children(
@@ -158,7 +159,7 @@ def main():
             m = results[ds]["memory"]["median"]
             rows.append([ds, "peak RSS / PSS MiB", a.workers] +
                         [f"{m[n]['peak_rss'] / 2**20:.0f} / {m[n]['peak_pss'] / 2**20:.0f}"
-                         for n in LOADERS] + ["", "", "", "", ""])
+                         for n in LOADERS] + NO_RATIOS)
     print(f"\n{os.cpu_count()} cores, load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     paired.print_table(["dataset", "run", "workers"] + list(LOADERS) +
                        ["gpufeed/torch", "thread/torch", "CPU torch/gpufeed", "in memory/torch",

@@ -30,7 +30,6 @@ __all__ = [
     "check_output",
     "check_prefetch_factor",
     "check_timeout",
-    "default_device_index",
     "worker_kind",
 ]
 
@@ -184,13 +183,6 @@ def check_output(output):
 def check_on_error(on_error):
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error: expected 'raise' or 'skip', got {on_error!r}")
-
-
-def default_device_index():
-    """The device of device='cuda' without a number, as the core resolves it: LOCAL_RANK (set by
-    torchrun), else 0."""
-    local_rank = os.environ.get("LOCAL_RANK", "")
-    return int(local_rank) if local_rank.strip().isdigit() else 0
 
 
 def device_index(device):

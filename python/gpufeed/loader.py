@@ -18,7 +18,7 @@ import numpy as np
 from . import _gpufeed, _workers
 from ._arguments import (check_batching, check_collate, check_device, check_iterable,
                          check_num_workers, check_on_error, check_output, check_prefetch_factor,
-                         check_timeout, default_device_index, worker_kind)
+                         check_timeout, worker_kind)
 from ._assemble import StepInfo, build, text_fields, unbatched
 from ._diagnosis import Diagnosis
 from ._iterator import LoaderIterator
@@ -411,7 +411,8 @@ class DataLoader:
             self.step_info = StepInfo(*raw.step)
             device = None
             if self._device_index is not None:  # the device the core would choose, too
-                index = self._device_index if self._device_index >= 0 else default_device_index()
+                index = (self._device_index if self._device_index >= 0
+                         else _gpufeed.default_cuda_device())
                 device = f"cuda:{index}"
             return _workers.unpack(collated, device)
         if self._structure is None:

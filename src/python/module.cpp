@@ -8,6 +8,7 @@
 #include "datasets.hpp"
 #include "errors.hpp"
 #include "gpufeed/log.hpp"
+#include "gpufeed/options.hpp"
 #if GPUFEED_WITH_CUDA
 #include "gpufeed/cuda/device.hpp"
 #endif
@@ -41,6 +42,15 @@ PYBIND11_MODULE(_gpufeed, m) {
         l->log(spdlog::level::from_str(level), message);
       },
       py::arg("level"), py::arg("message"), "Logs through gpufeed's logger (one sink for all).");
+  m.def(
+      "default_cuda_device",
+      [] {
+        gpufeed::loader_options cuda;
+        cuda.target = gpufeed::placement::cuda;
+        return *gpufeed::resolve_distributed(cuda).device;
+      },
+      "The device of device='cuda' without a number, as the loader resolves it (LOCAL_RANK, "
+      "else 0).");
 #if GPUFEED_WITH_CUDA
   m.attr("has_cuda") = true;
   m.def(

@@ -144,10 +144,8 @@ bool leaf_view::from_buffer(PyObject* object, leaf_place const& where) {
   if (!type) {
     std::string const format = buffer_.format ? buffer_.format : "?";
     refuse(where, "an array of format '" + format + "' (" + std::to_string(buffer_.itemsize) +
-                      " bytes per element" +
-                      (format.find('Z') != std::string::npos ? ", complex" : "") +
-                      "), which gpufeed cannot batch; use bool, (u)int8, uint16, int16/32/64, "
-                      "float16/32/64" +
+                      " bytes per element), which gpufeed cannot batch; use bool, (u)int8, "
+                      "uint16, int16/32/64, float16/32/64" +
                       complex_hint(format.find('Z') != std::string::npos));
   }
   if (static_cast<std::size_t>(buffer_.ndim) > max_field_dims) {

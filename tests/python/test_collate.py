@@ -100,15 +100,18 @@ def test_collated_batches_on_the_gpu():
         assert a["text"].ids.is_cuda and torch.equal(a["text"].ids.cpu(), b["text"].ids)
 
 
-@pytest.mark.parametrize("local_rank, expected", [(None, 0), ("3", 3), ("", 0), ("x", 0)])
+@pytest.mark.parametrize("local_rank, expected", [(None, 0), ("3", 3), ("", 0), ("x", None)])
 def test_collated_batches_go_to_the_device_the_core_would_choose(monkeypatch, local_rank,
                                                                   expected):
     """device='cuda' without a number: a collate_fn's batches go where the core sends the other
-    batches (LOCAL_RANK, set by torchrun, else 0), not to torch's current device."""
-    from gpufeed._arguments import default_device_index
-
+    batches (the core's own rule: LOCAL_RANK, set by torchrun, else 0; a LOCAL_RANK that is not
+    a number is refused), not to torch's current device."""
     if local_rank is None:
         monkeypatch.delenv("LOCAL_RANK", raising=False)
     else:
         monkeypatch.setenv("LOCAL_RANK", local_rank)
-    assert default_device_index() == expected
+    if expected is None:
+        with pytest.raises(ValueError, match="LOCAL_RANK='x' is not a non-negative integer"):
+            gpufeed._gpufeed.default_cuda_device()
+    else:
+        assert gpufeed._gpufeed.default_cuda_device() == expected
