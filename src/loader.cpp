@@ -121,9 +121,18 @@ std::size_t loader::samples_per_epoch() const {
       front_, [](auto& core) { return core.current_plan_sizes().samples; },
       [](auto& probe) { return probe.current_plan_sizes().samples; });
 }
+epoch_order loader::builtin_order(std::uint64_t epoch) const {
+  return either(
+      front_, [&](auto& core) { return core.builtin_order(epoch); },
+      [&](auto& probe) { return probe.builtin_order(epoch); });
+}
 std::size_t loader::batch_bytes() const {
   auto& core = in_use(front_).core();  // waits for the layout when it is being learned
   return core.layout().spec().bytes_per_sample() * core.options().batch_size;
+}
+std::string loader::plan() const {
+  return either(
+      front_, [](auto& core) { return core.plan(); }, [](auto&) { return std::string{}; });
 }
 loader_options const& loader::options() const {
   return in_use(front_).options();

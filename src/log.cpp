@@ -44,7 +44,7 @@ std::shared_ptr<spdlog::logger> make_logger() {
   }
   auto made = spdlog::stderr_color_mt("gpufeed");
   made->set_pattern("[%H:%M:%S.%e] [gpufeed] [%^%l%$] %v");
-  made->set_level(spdlog::level::info);
+  made->set_level(spdlog::level::warn);  // quiet, as torch's loaders are: the plan is at info
   if (char const* env = std::getenv("GPUFEED_LOG_LEVEL"); env != nullptr && *env != '\0') {
     try {
       made->set_level(parse_level(env));

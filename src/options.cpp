@@ -33,12 +33,52 @@ void expect_range(char const* option, T value, T low, T high, char const* hint =
 }
 }  // namespace
 
-loader_options resolve_distributed(loader_options options) {
-  if (!options.rank) {
-    options.rank = from_environment("RANK").value_or(0);
+namespace {
+// This process's rank among `world` as a launcher's environment says it: RANK (torchrun, and
+// most launchers), else the rank within the node (LOCAL_RANK) on node GROUP_RANK (torchrun's
+// name) or NODE_RANK (Lightning's), each node holding LOCAL_WORLD_SIZE ranks. Unknown: nullopt.
+std::optional<unsigned> rank_from_environment() {
+  if (auto const rank = from_environment("RANK")) {
+    return rank;
   }
+  auto const local = from_environment("LOCAL_RANK");
+  if (!local) {
+    return std::nullopt;
+  }
+  auto node = from_environment("GROUP_RANK");
+  if (!node) {
+    node = from_environment("NODE_RANK");
+  }
+  if (node.value_or(0) == 0) {
+    return local;  // the first node's ranks come first, whatever its size
+  }
+  auto const per_node = from_environment("LOCAL_WORLD_SIZE");
+  if (!per_node) {
+    return std::nullopt;
+  }
+  return *node * *per_node + *local;
+}
+}  // namespace
+
+loader_options resolve_distributed(loader_options options) {
   if (!options.world_size) {
     options.world_size = from_environment("WORLD_SIZE").value_or(1);
+  }
+  if (!options.rank) {
+    // A world of one given explicitly reads everything, whatever the environment says.
+    auto const rank =
+        *options.world_size == 1 ? std::optional<unsigned>{0} : rank_from_environment();
+    // The caller's own order is this rank's already: its rank only names it in messages.
+    GPUFEED_EXPECTS(rank || *options.world_size == 1 || options.order == sample_order::given,
+                    "loader_options::world_size = " + std::to_string(*options.world_size) +
+                        " processes, but nothing says which one this is: neither "
+                        "loader_options::rank nor the environment variables RANK or LOCAL_RANK "
+                        "(with GROUP_RANK or NODE_RANK and LOCAL_WORLD_SIZE on a second node) are "
+                        "set, and every process would read rank 0's share. Pass "
+                        "loader_options::rank (and world_size), start the processes with "
+                        "torchrun, which sets RANK, or pass loader_options::world_size = 1 to "
+                        "read the whole dataset in each process");
+    options.rank = rank.value_or(0);
   }
   if (options.target == placement::cuda && !options.device) {
     options.device = static_cast<int>(from_environment("LOCAL_RANK").value_or(0));

@@ -44,7 +44,7 @@ std::size_t permute_index(std::size_t x, std::size_t n, std::uint64_t key) noexc
 }
 
 sampler::sampler(std::size_t dataset_size, bool shuffle, std::uint64_t seed, unsigned rank,
-                 unsigned world_size, chunk_order chunks)
+                 unsigned world_size, chunk_order chunks, even_shards evening)
     : n_{dataset_size},
       shuffle_{shuffle},
       seed_{seed},
@@ -55,10 +55,21 @@ sampler::sampler(std::size_t dataset_size, bool shuffle, std::uint64_t seed, uns
   GPUFEED_EXPECTS(rank < world_size, "rank = " + std::to_string(rank) +
                                          " is out of range; allowed: 0 to world_size - 1 = " +
                                          std::to_string(world_size - 1));
-  shard_size_ = n_ > rank_ ? (n_ - rank_ + world_size_ - 1) / world_size_ : 0;
+  own_ = n_ > rank_ ? (n_ - rank_ + world_size_ - 1) / world_size_ : 0;
+  shard_size_ =
+      evening == even_shards::pad ? (n_ + world_size_ - 1) / world_size_ : n_ / world_size_;
 }
 
 std::size_t sampler::index(std::uint64_t epoch, std::size_t position) const noexcept {
+  if (position >= own_) {
+    // Padding: this rank reads its own samples again from the first. A rank with none (fewer
+    // samples than ranks) reads the epoch's order from its start.
+    position = own_ > 0 ? position - own_ : position;
+    if (own_ == 0) {
+      auto const global = position % n_;
+      return shuffle_ ? permute_index(global, n_, mix_seed(seed_, epoch, 0x5eed)) : global;
+    }
+  }
   if (chunk_aware()) {
     // Contiguous shards: rank r takes the r-th run of the epoch's order, so its consecutive
     // positions stay inside the same windows of chunks. Interleaving (below) would give each

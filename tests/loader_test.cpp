@@ -233,26 +233,41 @@ TEST(loader_test, ReadSeedDependsOnEpochAndIndexOnly) {
 // ------------------------------------------------------------------------------------------------
 // Ranks.
 
-TEST(loader_test, RankShardsAreDisjointAndComplete) {
+TEST(loader_test, RankShardsAreDisjointCompleteAndEqual) {
   std::size_t const n = 37;
   for (unsigned world = 1; world <= 8; ++world) {
-    SCOPED_TRACE(::testing::Message() << "world_size=" << world);
-    auto data = std::make_shared<echo_dataset>(n);
-    auto whole = gpufeed::sampler{n, true, 6}.epoch_indices(0);
-    std::vector<std::size_t> all;
-    for (unsigned rank = 0; rank < world; ++rank) {
-      auto o = small_options(3, 2);
-      o.shuffle = true;
-      o.seed = 6;
-      o.rank = rank;
-      o.world_size = world;
-      loader l{data, o};
-      auto shard = flatten(drain_epoch(l));
-      EXPECT_EQ(shard, reference_shard(whole, rank, world)) << "rank " << rank;
-      EXPECT_EQ(l.samples_per_epoch(), shard.size());
-      all.insert(all.end(), shard.begin(), shard.end());
+    for (bool drop_last : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "world_size=" << world << " drop_last=" << drop_last);
+      auto data = std::make_shared<echo_dataset>(n);
+      auto whole = gpufeed::sampler{n, true, 6}.epoch_indices(0);
+      std::set<std::size_t> all;
+      std::set<std::size_t> batch_counts;
+      for (unsigned rank = 0; rank < world; ++rank) {
+        auto o = small_options(3, 2);
+        o.shuffle = true;
+        o.seed = 6;
+        o.rank = rank;
+        o.world_size = world;
+        o.last_batch = drop_last ? gpufeed::tail_policy::drop : gpufeed::tail_policy::keep;
+        loader l{data, o};
+        auto const batches = drain_epoch(l);
+        auto shard = flatten(batches);
+        // Every rank has as many batches: a rank with one fewer would hang a collective.
+        batch_counts.insert(batches.size());
+        EXPECT_EQ(l.batches_per_epoch(), batches.size());
+        EXPECT_EQ(l.samples_per_epoch(), shard.size());
+        auto const evening = drop_last ? gpufeed::even_shards::trim : gpufeed::even_shards::pad;
+        auto expected = reference_shard(whole, rank, world, evening);
+        if (drop_last) expected.resize(expected.size() / 3 * 3);
+        EXPECT_EQ(shard, expected) << "rank " << rank;
+        std::set<std::size_t> const mine(shard.begin(), shard.end());
+        for (auto i : mine) EXPECT_TRUE(all.insert(i).second) << "sample " << i << " twice";
+      }
+      EXPECT_EQ(batch_counts.size(), 1U);
+      if (!drop_last) {
+        EXPECT_EQ(all.size(), n);
+      }
     }
-    EXPECT_EQ(sorted(all), iota_vector(n));
   }
 }
 

@@ -134,7 +134,18 @@ TEST(options_test, NegativeTimeoutIsRejected) {
   }
 }
 
+// Clears every variable the rank rule reads, so that a case sees only what it sets.
+struct launcher_environment {
+  env_guard rank{"RANK", std::nullopt};
+  env_guard world{"WORLD_SIZE", std::nullopt};
+  env_guard local{"LOCAL_RANK", std::nullopt};
+  env_guard local_world{"LOCAL_WORLD_SIZE", std::nullopt};
+  env_guard group{"GROUP_RANK", std::nullopt};
+  env_guard node{"NODE_RANK", std::nullopt};
+};
+
 TEST(options_test, DistributedDefaultsComeFromEnvironment) {
+  launcher_environment const clean;
   {
     env_guard rank{"RANK", "3"};
     env_guard world{"WORLD_SIZE", "8"};
@@ -148,22 +159,63 @@ TEST(options_test, DistributedDefaultsComeFromEnvironment) {
     auto kept = gpufeed::resolve_distributed(explicit_options);
     EXPECT_EQ(kept.rank, 1U);
     EXPECT_EQ(kept.world_size, 2U);
+    // A world of one given explicitly reads everything, whatever RANK says.
+    auto alone = gpufeed::resolve_distributed(loader_options{.world_size = 1});
+    EXPECT_EQ(alone.rank, 0U);
   }
   {
-    env_guard rank{"RANK", std::nullopt};
-    env_guard world{"WORLD_SIZE", std::nullopt};
     auto o = gpufeed::resolve_distributed(loader_options{});
     EXPECT_EQ(o.rank, 0U);
     EXPECT_EQ(o.world_size, 1U);
   }
+}
+
+TEST(options_test, RankComesFromTheLocalRankWhereRankIsMissing) {
+  launcher_environment const clean;
+  env_guard world{"WORLD_SIZE", "4"};
   {
-    // Only one of them set: the other keeps its default.
-    env_guard rank{"RANK", std::nullopt};
-    env_guard world{"WORLD_SIZE", "4"};
-    auto o = gpufeed::resolve_distributed(loader_options{});
-    EXPECT_EQ(o.rank, 0U);
-    EXPECT_EQ(o.world_size, 4U);
+    env_guard local{"LOCAL_RANK", "1"};  // Lightning's launcher: LOCAL_RANK and NODE_RANK
+    env_guard node{"NODE_RANK", "0"};
+    EXPECT_EQ(gpufeed::resolve_distributed(loader_options{}).rank, 1U);
   }
+  {
+    env_guard local{"LOCAL_RANK", "1"};  // torchrun: the node's rank is GROUP_RANK
+    env_guard group{"GROUP_RANK", "1"};
+    env_guard local_world{"LOCAL_WORLD_SIZE", "2"};
+    EXPECT_EQ(gpufeed::resolve_distributed(loader_options{}).rank, 3U);
+  }
+  {
+    env_guard local{"LOCAL_RANK", "0"};
+    env_guard node{"NODE_RANK", "1"};
+    env_guard local_world{"LOCAL_WORLD_SIZE", "2"};
+    EXPECT_EQ(gpufeed::resolve_distributed(loader_options{}).rank, 2U);
+  }
+}
+
+TEST(options_test, ALargerWorldIsNeverRankZeroByDefault) {
+  launcher_environment const clean;
+  env_guard world{"WORLD_SIZE", "4"};
+  auto const refused = [](loader_options const& o) {
+    try {
+      (void)gpufeed::resolve_distributed(o);
+    } catch (gpufeed::logic_error const& e) {
+      return std::string{e.what()};
+    }
+    return std::string{};
+  };
+  auto const what = refused(loader_options{});
+  EXPECT_NE(what.find("loader_options::world_size = 4"), std::string::npos) << what;
+  EXPECT_NE(what.find("RANK"), std::string::npos) << what;
+  EXPECT_NE(what.find("Pass loader_options::rank"), std::string::npos) << what;
+  {
+    // On a second node, the node's size is needed to place a local rank.
+    env_guard local{"LOCAL_RANK", "1"};
+    env_guard node{"NODE_RANK", "1"};
+    EXPECT_FALSE(refused(loader_options{}).empty());
+  }
+  // The caller's own order needs no rank: the sampler giving it decides.
+  EXPECT_TRUE(refused(loader_options{.order = gpufeed::sample_order::given}).empty());
+  EXPECT_TRUE(refused(loader_options{.rank = 2}).empty());
 }
 
 TEST(options_test, NonNumericEnvironmentIsRejected) {
@@ -207,7 +259,7 @@ TEST(options_test, LoaderTakesRankFromEnvironment) {
   EXPECT_EQ(l.options().rank, 1U);
   EXPECT_EQ(l.options().world_size, 3U);
   auto whole = gpufeed::sampler{n, true, 5}.epoch_indices(0);
-  auto shard = gpufeed::test::reference_shard(whole, 1, 3);
+  auto shard = gpufeed::test::reference_shard(whole, 1, 3, gpufeed::even_shards::pad);
   EXPECT_EQ(l.samples_per_epoch(), shard.size());
   EXPECT_EQ(gpufeed::test::flatten(gpufeed::test::drain_epoch(l)), shard);
 }

@@ -110,25 +110,25 @@ TEST(sampler_test, SmallDatasetsAreShuffledToo) {
   EXPECT_GT(seen.size(), 10U);
 }
 
-TEST(sampler_test, ShardSizesFollowTheFormula) {
+TEST(sampler_test, EveryRankReadsAsManyPositions) {
   for (std::size_t n : {0U, 1U, 2U, 5U, 7U, 8U, 9U, 37U, 64U, 100U}) {
     for (unsigned world = 1; world <= 8; ++world) {
-      std::size_t total = 0;
-      std::size_t smallest = n + 1;
-      std::size_t largest = 0;
+      std::size_t own = 0;
       for (unsigned rank = 0; rank < world; ++rank) {
-        sampler s{n, true, 5, rank, world};
+        sampler padded{n, true, 5, rank, world, {}, gpufeed::even_shards::pad};
+        sampler trimmed{n, true, 5, rank, world, {}, gpufeed::even_shards::trim};
         std::size_t const want = n > rank ? (n - rank + world - 1) / world : 0;
-        EXPECT_EQ(s.shard_size(), want) << "n=" << n << " rank=" << rank << "/" << world;
-        EXPECT_EQ(s.rank(), rank);
-        EXPECT_EQ(s.world_size(), world);
-        EXPECT_EQ(s.dataset_size(), n);
-        total += s.shard_size();
-        smallest = std::min(smallest, s.shard_size());
-        largest = std::max(largest, s.shard_size());
+        EXPECT_EQ(padded.own_samples(), want) << "n=" << n << " rank=" << rank << "/" << world;
+        EXPECT_EQ(padded.shard_size(), (n + world - 1) / world) << "n=" << n << " w=" << world;
+        EXPECT_EQ(trimmed.shard_size(), n / world) << "n=" << n << " world=" << world;
+        EXPECT_EQ(padded.repeated(), padded.shard_size() - want);
+        EXPECT_EQ(trimmed.repeated(), 0U);
+        EXPECT_EQ(padded.rank(), rank);
+        EXPECT_EQ(padded.world_size(), world);
+        EXPECT_EQ(padded.dataset_size(), n);
+        own += padded.own_samples();
       }
-      EXPECT_EQ(total, n) << "n=" << n << " world=" << world;
-      EXPECT_LE(largest - smallest, 1U) << "n=" << n << " world=" << world;
+      EXPECT_EQ(own, n) << "n=" << n << " world=" << world;
     }
   }
 }
@@ -137,19 +137,35 @@ TEST(sampler_test, RankShardsAreDisjointAndComplete) {
   for (std::size_t n : {1U, 5U, 37U, 100U, 257U}) {
     for (unsigned world = 1; world <= 8; ++world) {
       for (bool shuffle : {false, true}) {
-        for (std::uint64_t epoch : {0U, 4U}) {
-          std::vector<std::size_t> all;
-          auto whole = sampler{n, shuffle, 9}.epoch_indices(epoch);
-          for (unsigned rank = 0; rank < world; ++rank) {
-            sampler s{n, shuffle, 9, rank, world};
-            auto shard = s.epoch_indices(epoch);
-            // Rank r takes positions r, r + W, ... of the whole epoch's order.
-            EXPECT_EQ(shard, gpufeed::test::reference_shard(whole, rank, world))
-                << "n=" << n << " rank=" << rank << "/" << world << " shuffle=" << shuffle;
-            all.insert(all.end(), shard.begin(), shard.end());
+        for (auto evening : {gpufeed::even_shards::pad, gpufeed::even_shards::trim}) {
+          for (std::uint64_t epoch : {0U, 4U}) {
+            std::set<std::size_t> all;
+            std::size_t read = 0;
+            auto whole = sampler{n, shuffle, 9}.epoch_indices(epoch);
+            for (unsigned rank = 0; rank < world; ++rank) {
+              sampler s{n, shuffle, 9, rank, world, {}, evening};
+              auto shard = s.epoch_indices(epoch);
+              // Rank r takes positions r, r + W, ... of the whole epoch's order, evened out.
+              EXPECT_EQ(shard, gpufeed::test::reference_shard(whole, rank, world, evening))
+                  << "n=" << n << " rank=" << rank << "/" << world << " shuffle=" << shuffle;
+              std::set<std::size_t> const mine(shard.begin(), shard.end());
+              for (auto i : mine) {
+                // Disjoint: a sample is one rank's (a rank without samples of its own, when
+                // there are fewer samples than ranks, reads one of another's).
+                EXPECT_TRUE(all.insert(i).second || n < world) << "sample " << i << " twice";
+              }
+              read += shard.size();
+            }
+            EXPECT_EQ(read, world * (evening == gpufeed::even_shards::pad ? (n + world - 1) / world
+                                                                          : n / world));
+            if (evening == gpufeed::even_shards::pad) {  // together they cover the epoch
+              EXPECT_EQ(all.size(), n) << "n=" << n << " world=" << world;
+            } else {  // the n % W left out are the last of the epoch's order
+              std::set<std::size_t> const kept(whole.begin(),
+                                               whole.end() - static_cast<long>(n % world));
+              EXPECT_EQ(all, kept) << "n=" << n << " world=" << world;
+            }
           }
-          EXPECT_EQ(sorted(all), iota_vector(n))
-              << "n=" << n << " world=" << world << " shuffle=" << shuffle << " epoch=" << epoch;
         }
       }
     }
@@ -255,11 +271,18 @@ TEST(sampler_test, ChunkAwareOrderIsShuffledAndDependsOnSeedAndEpoch) {
 TEST(sampler_test, ChunkAwareRankShardsAreDisjointAndComplete) {
   for (unsigned world = 1; world <= 4; ++world) {
     std::vector<std::size_t> all;
+    std::size_t repeated = 0;
     for (unsigned rank = 0; rank < world; ++rank) {
-      auto part = sampler{203, true, 8, rank, world, {10, 3}}.epoch_indices(2);
+      sampler s{203, true, 8, rank, world, {10, 3}};
+      auto part = s.epoch_indices(2);
+      EXPECT_EQ(part.size(), (203 + world - 1) / world);
+      // A padded position repeats the rank's own first sample.
+      part.resize(s.own_samples());
+      repeated += s.repeated();
       all.insert(all.end(), part.begin(), part.end());
     }
     EXPECT_EQ(sorted(all), iota_vector(203)) << "world " << world;
+    EXPECT_EQ(repeated, (world - 203 % world) % world);
   }
 }
 

@@ -129,10 +129,20 @@ class loader {
   /// @brief Samples per epoch for this rank, before skips (as batches_per_epoch for a given
   /// order).
   [[nodiscard]] std::size_t samples_per_epoch() const;
+  /// @brief With the builtin order: this rank's dataset indices of `epoch`, in the order they
+  /// are delivered, and the size of each batch (what the workers read, before any skip): for
+  /// audits, and for samplers that mirror the loader's order. Computes the order (O(samples)).
+  /// @throws logic_error when the caller gives the order (`sample_order::given`).
+  [[nodiscard]] epoch_order builtin_order(std::uint64_t epoch) const;
   /// @brief Bytes of one full batch.
   [[nodiscard]] std::size_t batch_bytes() const;
   /// @brief The options in force (rank and world size resolved).
   [[nodiscard]] loader_options const& options() const;
+  /// @brief What the loader logs at `info` when its ring is allocated, one line each: this
+  /// rank's share and batches per epoch, the workers, the ring's memory, the autotuner's start.
+  /// Empty while the layout is being learned from the first sample
+  /// (`dataset::layout_from_first_sample`); never waits.
+  [[nodiscard]] std::string plan() const;
 
   /// @brief Where the consumer stands now.
   [[nodiscard]] loader_state state() const;

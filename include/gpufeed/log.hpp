@@ -3,7 +3,8 @@
 /// @brief gpufeed's logger: spdlog, named "gpufeed".
 ///
 /// Its level starts from the GPUFEED_LOG_LEVEL environment variable (trace, debug, info, warn,
-/// error, off; default info). Call `set_log_level` or use spdlog's registry to change it.
+/// error, off; default warn: only what a user must act on, as torch's loaders say nothing
+/// else; the loader's plan is at info). Call `set_log_level` or use spdlog's registry to change it.
 ///
 /// Code that includes torch's headers logs through `log_message` instead of `logger()`:
 /// @code

@@ -149,7 +149,9 @@ struct loader_options {
   std::chrono::milliseconds timeout{0};
   /// How long `next()` waits before it logs which sample it is waiting for.
   std::chrono::milliseconds stall_warning{30'000};
-  /// This process's rank; default: the RANK environment variable (torchrun), else 0.
+  /// This process's rank among `world_size`; default: from the launcher's environment (see
+  /// `resolve_distributed`). The builtin order gives each rank a disjoint share of every epoch,
+  /// and every rank the same number of batches.
   std::optional<unsigned> rank{};
   /// Number of ranks; default: the WORLD_SIZE environment variable (torchrun), else 1.
   std::optional<unsigned> world_size{};
@@ -192,9 +194,14 @@ struct loader_options {
   std::shared_ptr<host_memory_source> host_memory{};
 };
 
-/// @brief `options` with rank, world size and (for placement::cuda) the device filled in from
-/// the environment where unset (RANK, WORLD_SIZE, LOCAL_RANK).
-/// @throws logic_error if one of those is set but is not a number.
+/// @brief `options` with rank, world size and (for placement::cuda) the device filled in where
+/// unset, by one rule: the options' own values first, then the launcher's environment as
+/// torchrun defines it: WORLD_SIZE; RANK, else LOCAL_RANK on node GROUP_RANK (or Lightning's
+/// NODE_RANK) of LOCAL_WORLD_SIZE ranks each; LOCAL_RANK for the device. A world of one process
+/// is rank 0; a larger one is never rank 0 by default.
+/// @throws logic_error if one of those variables is set but is not a number, or if the world
+/// has more than one process and nothing says which one this is (with the builtin order: every
+/// process would read rank 0's share).
 [[nodiscard]] loader_options resolve_distributed(loader_options options);
 
 /// @brief Checks every option; the message names the option, its value and the allowed range.

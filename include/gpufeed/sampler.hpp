@@ -3,10 +3,14 @@
 /// @brief The epoch's sample order: a pure function of (seed, epoch, rank, world_size).
 ///
 /// The whole epoch is a permutation of [0, n) (the identity when not shuffling). Rank r of W
-/// takes positions r, r + W, r + 2W, ... of it: ranks are disjoint, together they cover the
-/// epoch, and shard sizes differ by at most one. The permutation is computed per position
-/// (a keyed Feistel network with cycle walking), so it needs no memory, any position is O(1),
-/// and the result never depends on how many workers ask.
+/// takes positions r, r + W, r + 2W, ... of it: the ranks' samples are disjoint and together
+/// they cover the epoch. Every rank reads the same number of positions, so that every rank has
+/// the same number of batches (a rank with a batch fewer would leave the others waiting in a
+/// collective): where n is not a multiple of W, `even_shards` says whether the ranks with a
+/// sample fewer read their first sample twice (`pad`) or the others leave their last one out
+/// (`trim`). The permutation is computed per position (a keyed Feistel network with cycle
+/// walking), so it needs no memory, any position is O(1), and the result never depends on how
+/// many workers ask.
 
 #include <cstddef>
 #include <cstdint>
@@ -23,6 +27,16 @@ struct chunk_order {
   [[nodiscard]] bool active() const noexcept { return chunk > 1 && window > 0; }
 };
 
+/// @brief How ranks whose shares of an epoch differ by one sample are evened out.
+enum class even_shards : std::uint8_t {
+  /// Every rank reads ceil(n / W) positions: a rank with a sample fewer reads its own first
+  /// sample again at its last position (the epoch is covered; at most W - 1 repeats).
+  pad,
+  /// Every rank reads floor(n / W) positions: the n % W samples at the end of the epoch's order
+  /// are left out (ranks stay disjoint; nothing repeats).
+  trim,
+};
+
 /// @brief Maps (epoch, position in this rank's shard) to a dataset index.
 ///
 /// With a `chunk_order`, the epoch's permutation is FFCV-style quasi-random: the full chunks are
@@ -37,12 +51,19 @@ class sampler {
  public:
   /// @throws logic_error if world_size is 0 or rank >= world_size.
   sampler(std::size_t dataset_size, bool shuffle, std::uint64_t seed, unsigned rank = 0,
-          unsigned world_size = 1, chunk_order chunks = {});
+          unsigned world_size = 1, chunk_order chunks = {}, even_shards evening = even_shards::pad);
 
   [[nodiscard]] std::size_t dataset_size() const noexcept { return n_; }
-  /// @brief Samples this rank sees per epoch: ceil((n - rank) / world_size) (the first
-  /// n % world_size ranks get one more).
+  /// @brief Positions this rank reads per epoch, the same on every rank: ceil(n / world_size)
+  /// with even_shards::pad, floor(n / world_size) with even_shards::trim.
   [[nodiscard]] std::size_t shard_size() const noexcept { return shard_size_; }
+  /// @brief Samples of the epoch that are this rank's own: ceil((n - rank) / world_size) (the
+  /// first n % world_size ranks have one more).
+  [[nodiscard]] std::size_t own_samples() const noexcept { return own_; }
+  /// @brief Positions of this rank's shard that read a sample again (padding): 0 or 1.
+  [[nodiscard]] std::size_t repeated() const noexcept {
+    return shard_size_ > own_ ? shard_size_ - own_ : 0;
+  }
   [[nodiscard]] unsigned rank() const noexcept { return rank_; }
   [[nodiscard]] unsigned world_size() const noexcept { return world_size_; }
   [[nodiscard]] bool shuffled() const noexcept { return shuffle_; }
@@ -63,6 +84,7 @@ class sampler {
   unsigned rank_;
   unsigned world_size_;
   chunk_order chunks_;
+  std::size_t own_;
   std::size_t shard_size_;
 };
 

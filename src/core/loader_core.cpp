@@ -65,7 +65,7 @@ loader_core::loader_core(std::shared_ptr<dataset const> data, loader_options opt
               pool_.stop_flag(),
               staged_,
               sizes_.tuning.threads} {
-  log_loader_plan(*data_, layout_, options_, epochs_, sizes_);
+  plan_ = log_loader_plan(*data_, layout_, options_, epochs_, sizes_);
 }
 
 loader_core::~loader_core() {

@@ -99,7 +99,8 @@ class loader_core final : public lease_owner,
   /// Writes the recorded stage spans as Trace Event Format JSON.
   /// @throws logic_error when loader_options::trace_events is 0.
   void write_trace(std::ostream& out) const { metrics_.write_trace(out); }
-  /// @throws logic_error (as write_trace) when loader_options::trace_events is 0.
+  /// What the loader logs at info when made (its epoch's plan, workers, ring), one line each.
+  [[nodiscard]] std::string const& plan() const noexcept { return plan_; }
 
   [[nodiscard]] slot_layout const& layout() const noexcept { return layout_; }
   /// The sizes of the consumer's epoch's plan (for a given order: zeros until one is given).
@@ -109,6 +110,9 @@ class loader_core final : public lease_owner,
     std::size_t samples = 0;
   };
   [[nodiscard]] plan_sizes current_plan_sizes() const;
+  [[nodiscard]] epoch_order builtin_order(std::uint64_t epoch) const {
+    return epochs_.builtin_order(epoch);
+  }
   [[nodiscard]] loader_options const& options() const noexcept { return options_; }
 
   // lease_owner: what a batch calls.
@@ -159,6 +163,7 @@ class loader_core final : public lease_owner,
   consumer_side consumer_;
   autotune_driver tuner_;
   batch_filler filler_;
+  std::string plan_;
 };
 
 }  // namespace gpufeed::detail

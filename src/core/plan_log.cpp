@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <string>
+#include <string_view>
 
 #include "core/checked_math.hpp"
 #include "core/units.hpp"
@@ -10,35 +11,55 @@
 
 namespace gpufeed::detail {
 
-void log_loader_plan(dataset const& data, slot_layout const& layout, loader_options const& o,
-                     epoch_source const& epochs, ring_plan const& sizes) {
+std::string loader_plan(dataset const& data, slot_layout const& layout, loader_options const& o,
+                        epoch_source const& epochs, ring_plan const& sizes) {
+  std::string text;
+  auto const line = [&text](std::string const& said) {
+    text += said;
+    text += '\n';
+  };
   auto const& plan = epochs.builtin_plan();
+  auto const& order = epochs.builtin();
   if (epochs.given()) {
-    logger()->info(
+    line(fmt::format(
         "{} samples ({}): the order of each epoch is given by the caller (set_epoch(epoch, "
         "order)); batch_size {} x accumulation_steps {}",
-        data.size(), layout.spec().to_string(), o.batch_size, o.accumulation_steps);
+        data.size(), layout.spec().to_string(), o.batch_size, o.accumulation_steps));
   } else {
     auto const per_rank = try_mul(o.batch_size, o.accumulation_steps);
     auto const effective = per_rank ? try_mul(*per_rank, *o.world_size) : std::nullopt;
-    logger()->info(
+    line(fmt::format(
         "{} samples ({}), rank {} of {}: {} batches and {} optimizer steps per epoch; effective "
         "batch = batch_size {} x accumulation_steps {} x world_size {} = {}",
         data.size(), layout.spec().to_string(), *o.rank, *o.world_size, plan.batches(),
         plan.steps(), o.batch_size, o.accumulation_steps, *o.world_size,
-        effective ? std::to_string(*effective) : std::string{"more than SIZE_MAX"});
+        effective ? std::to_string(*effective) : std::string{"more than SIZE_MAX"}));
+    if (*o.world_size > 1) {
+      auto const left_out = data.size() - order.shard_size() * *o.world_size;
+      line(fmt::format(
+          "rank {}'s share: {} of each epoch's samples{}, the same count on every rank so that "
+          "every rank has {} batches",
+          *o.rank, order.own_samples(),
+          order.repeated() > 0 ? ", and its first one again"
+          : order.shard_size() < order.own_samples()
+              ? fmt::format(" but its last ({} sample{} of the epoch left out on the ranks "
+                            "with one more, as the short batches are: drop_last)",
+                            left_out, left_out == 1 ? "" : "s")
+              : std::string{},
+          plan.batches()));
+    }
   }
   auto const slots = sizes.tuning.slots;
-  logger()->info(
+  line(fmt::format(
       "{} workers, ring of {} slots x {} = {} of host memory (and {} of per-sample lists), "
       "allocated once",
       sizes.tuning.threads, slots, mib_text(layout.slot_bytes()),
       mib_text(layout.slot_bytes() * slots),
-      mib_text((sizes.footprint - layout.slot_bytes()) * slots));
+      mib_text((sizes.footprint - layout.slot_bytes()) * slots)));
   bool const workers = o.workers == auto_workers;
   bool const depth = o.prefetch_depth == auto_depth;
   if (workers || depth) {
-    logger()->info(
+    line(fmt::format(
         "autotuning {}: starting with {} of {} workers active and {} of {} slots in use{}; "
         "deciding every {} batches",
         workers && depth ? "workers and prefetch depth"
@@ -46,27 +67,43 @@ void log_loader_plan(dataset const& data, slot_layout const& layout, loader_opti
                          : "prefetch depth",
         sizes.tuning.start_workers, sizes.tuning.threads, sizes.tuning.start_depth, slots,
         depth ? " (budget " + mib_text(sizes.tuning.budget_bytes) + ")" : std::string{},
-        o.autotune.window_batches);
+        o.autotune.window_batches));
   }
-  auto const& order = epochs.builtin();
   if (epochs.given()) {
     // The caller's sampler decides; the builtin order's settings say nothing here.
   } else if (order.chunk_aware()) {
-    logger()->info("chunk-aware shuffle: {} chunks of {} samples, drawn {} chunks at a time",
-                   (data.size() + data.storage_chunk() - 1) / data.storage_chunk(),
-                   data.storage_chunk(), o.chunk_window);
+    line(fmt::format("chunk-aware shuffle: {} chunks of {} samples, drawn {} chunks at a time",
+                     (data.size() + data.storage_chunk() - 1) / data.storage_chunk(),
+                     data.storage_chunk(), o.chunk_window));
   } else if (o.shuffle && o.chunk_window > 0) {
-    logger()->info(
-        "chunk_window {} ignored: the dataset reports no storage chunks (a plain "
-        "shuffle is used)",
-        o.chunk_window);
+    line(
+        fmt::format("chunk_window {} ignored: the dataset reports no storage chunks (a plain "
+                    "shuffle is used)",
+                    o.chunk_window));
   }
+  return text;
+}
+
+std::string log_loader_plan(dataset const& data, slot_layout const& layout, loader_options const& o,
+                            epoch_source const& epochs, ring_plan const& sizes) {
+  auto text = loader_plan(data, layout, o, epochs, sizes);
+  if (logger()->should_log(spdlog::level::info)) {
+    std::string_view rest{text};
+    while (!rest.empty()) {
+      auto const end = rest.find('\n');
+      logger()->info("{}", rest.substr(0, end));
+      rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1);
+    }
+  }
+  auto const& plan = epochs.builtin_plan();
+  auto const& order = epochs.builtin();
   if (!epochs.given() && plan.batches() == 0) {
     logger()->warn(
         "this rank's epoch has no batches ({} samples, batch_size {}, last_batch {}): next() "
         "will return nothing",
         order.shard_size(), o.batch_size, o.last_batch == tail_policy::drop ? "drop" : "keep");
   }
+  return text;
 }
 
 }  // namespace gpufeed::detail

@@ -60,21 +60,33 @@ inline std::vector<reference_batch> reference_plan(std::size_t shard, std::size_
   return batches;
 }
 
-/// The shard of `rank`: positions rank, rank + W, ... of the whole-epoch order `order`.
+/// The shard of `rank`: positions rank, rank + W, ... of the whole-epoch order `order`, evened
+/// out so that every rank has as many: padded with the rank's first sample (the epoch's first
+/// when the rank has none) to ceil(n / W), or trimmed to floor(n / W).
 inline std::vector<std::size_t> reference_shard(std::vector<std::size_t> const& order,
-                                                unsigned rank, unsigned world_size) {
+                                                unsigned rank, unsigned world_size,
+                                                gpufeed::even_shards evening) {
   std::vector<std::size_t> out;
   for (std::size_t p = rank; p < order.size(); p += world_size) out.push_back(order[p]);
+  auto const n = order.size();
+  if (evening == gpufeed::even_shards::trim) {
+    out.resize(n / world_size);
+  } else if (out.size() < (n + world_size - 1) / world_size) {
+    out.push_back(out.empty() ? order.front() : out.front());
+  }
   return out;
 }
 
 /// The batches (as index lists) a loader must deliver in `epoch`, from the library's sampler
-/// order and the reference plan.
+/// order of the whole epoch, the reference shard and the reference plan.
 inline std::vector<std::vector<std::size_t>> expected_batches(std::size_t n,
                                                               gpufeed::loader_options const& o,
                                                               std::uint64_t epoch) {
-  gpufeed::sampler s{n, o.shuffle, o.seed, o.rank.value_or(0), o.world_size.value_or(1)};
-  auto order = s.epoch_indices(epoch);
+  auto const whole = gpufeed::sampler{n, o.shuffle, o.seed}.epoch_indices(epoch);
+  auto const order =
+      reference_shard(whole, o.rank.value_or(0), o.world_size.value_or(1),
+                      o.last_batch == gpufeed::tail_policy::keep ? gpufeed::even_shards::pad
+                                                                 : gpufeed::even_shards::trim);
   std::vector<std::vector<std::size_t>> out;
   for (auto const& b : reference_plan(order.size(), o.batch_size, o.accumulation_steps,
                                       o.last_batch, o.last_step)) {

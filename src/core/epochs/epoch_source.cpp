@@ -15,7 +15,10 @@ epoch_source::epoch_source(std::size_t dataset_size, std::size_t storage_chunk,
                options.seed,
                *options.rank,
                *options.world_size,
-               {options.chunk_window > 0 ? storage_chunk : 0, options.chunk_window}},
+               {options.chunk_window > 0 ? storage_chunk : 0, options.chunk_window},
+               // Every rank gets the same batches: a short tail is evened out the way the
+               // tail policy treats a short batch (kept: padded; dropped: trimmed).
+               options.last_batch == tail_policy::keep ? even_shards::pad : even_shards::trim},
       plan_{sampler_.shard_size(), options.batch_size, options.accumulation_steps,
             options.last_batch, options.last_step} {}
 
@@ -47,6 +50,23 @@ std::size_t epoch_source::index(std::uint64_t epoch, std::size_t position) const
   GPUFEED_EXPECTS(given_ && given_->epoch == epoch,
                   "no order given for epoch " + std::to_string(epoch));
   return given_->indices[position];
+}
+
+epoch_order epoch_source::builtin_order(std::uint64_t epoch) const {
+  GPUFEED_EXPECTS(!given(),
+                  "builtin_order: this loader's order is given by the caller "
+                  "(loader_options::order = sample_order::given), who knows it already");
+  epoch_order out;
+  out.indices.reserve(plan_.samples());
+  out.batch_sizes.reserve(plan_.batches());
+  for (std::size_t b = 0; b < plan_.batches(); ++b) {
+    auto const span = plan_.span(b);
+    for (std::size_t p = span.first; p < span.first + span.count; ++p) {
+      out.indices.push_back(sampler_.index(epoch, p));
+    }
+    out.batch_sizes.push_back(span.count);
+  }
+  return out;
 }
 
 std::shared_ptr<given_order const> epoch_source::make_order(std::uint64_t epoch,

@@ -45,6 +45,10 @@ class epoch_source {
   /// The same for the current order of `epoch`. @throws logic_error when none is given.
   [[nodiscard]] std::size_t index(std::uint64_t epoch, std::size_t position) const;
 
+  /// The builtin order of `epoch` for this rank, with its batch sizes (no lock needed: both
+  /// are immutable). @throws logic_error when the caller gives the order.
+  [[nodiscard]] epoch_order builtin_order(std::uint64_t epoch) const;
+
   /// Checks `order` and cuts it into batches (no lock needed).
   /// @throws logic_error when this loader makes its own order, or `order` does not fit.
   [[nodiscard]] std::shared_ptr<given_order const> make_order(std::uint64_t epoch,

@@ -236,8 +236,14 @@ void layout_probe::run(unsigned thread) {
 
 layout_probe::wait_result layout_probe::wait(clock::time_point give_up_at, bool consumer) {
   std::unique_lock lock{mutex_};
+  // An epoch without batches (a rank's share smaller than a batch, with drop_last) has no
+  // sample to learn the layout from: its end comes at once.
+  auto const past_end = [&] {
+    auto const* plan = epochs_.plan(at_.epoch);
+    return plan != nullptr && at_.sequence >= plan->batches();
+  };
   auto const done = [&] {
-    return failure_ || batch_failure_ || (consumer && epoch_over_) ||
+    return failure_ || batch_failure_ || (consumer && (epoch_over_ || past_end())) ||
            (spec_ && !choosing_ && reading_ == 0);
   };
   if (give_up_at == clock::time_point::max()) {
@@ -248,7 +254,10 @@ layout_probe::wait_result layout_probe::wait(clock::time_point give_up_at, bool 
   if (failure_) {
     std::rethrow_exception(failure_);
   }
-  if (consumer && epoch_over_) {
+  if (consumer && (epoch_over_ || past_end())) {
+    if (!epoch_over_) {
+      restart_locked({at_.epoch + 1, 0});
+    }
     epoch_over_ = false;  // the position is the next epoch's already
     return wait_result::epoch_over;
   }

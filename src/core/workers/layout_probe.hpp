@@ -67,6 +67,10 @@ class layout_probe {
     std::size_t samples = 0;
   };
   [[nodiscard]] plan_sizes current_plan_sizes() const;
+  /// As loader_core::builtin_order.
+  [[nodiscard]] epoch_order builtin_order(std::uint64_t epoch) const {
+    return epochs_.builtin_order(epoch);
+  }
   /// Staged reads made so far (successes and failures), for the statistics.
   [[nodiscard]] std::size_t staged_count() const;
 
