@@ -167,6 +167,11 @@ def _worker_main(dataset, worker_id, num_workers, base_seed, worker_init_fn, fil
     # Ctrl-C reaches the whole process group: the loader's process handles it and stops the
     # workers; a worker interrupted in __getitem__ would only print a second traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # SIGTERM ends a worker (multiprocessing's exit handler and clusters end processes with
+    # it), whatever handler it inherited: a Python handler, such as the one a trainer installs
+    # in its own process, would run only between tasks, and a worker waiting for one would
+    # never end.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     seed = _seed(base_seed, worker_id)
     _info = WorkerInfo(worker_id, num_workers, seed, dataset)
     try:

@@ -20,6 +20,7 @@
 #include "../text_table.hpp"
 #include "layout_message.hpp"
 #include "mailbox.hpp"
+#include "parent_watch.hpp"
 #include "shared_memory.hpp"
 
 namespace gpufeed::python::workers {
@@ -476,6 +477,7 @@ class worker {
 
 void run_worker_loop(py::object const& dataset, worker_setup const& setup,
                      worker_calls const& calls) {
+  parent_watch const watch{setup.main_pid};
   worker w{dataset, setup, calls};
   w.run();
 }
