@@ -35,6 +35,7 @@ class LoaderIterator:
             if batch is None:
                 self._ended = True
                 raise StopIteration
+            self._loader._unread_epoch = None
             if self._loader._iterable:
                 self._loader._count_yielded()
         return batch

@@ -11,7 +11,7 @@ try:  # torch is optional: without it, seeds come from the operating system
 except ImportError:  # pragma: no cover - exercised where torch is absent
     torch = None
 
-__all__ = ["core_options", "quarter_of_memory", "ring_shape", "seed_from"]
+__all__ = ["core_options", "quarter_of_memory", "ring_shape", "seed_from", "signed_64"]
 
 
 def seed_from(generator):
@@ -20,6 +20,13 @@ def seed_from(generator):
     if torch is None:
         return int.from_bytes(os.urandom(8), "little") >> 1
     return int(torch.empty((), dtype=torch.int64).random_(generator=generator).item())
+
+
+def signed_64(seed):
+    """`seed` as the signed 64-bit number with the same bits (the C++ loader's seed is 64 bits;
+    torch.initial_seed() and saved states give unsigned ones)."""
+    seed %= 1 << 64
+    return seed - (1 << 64) if seed >= 1 << 63 else seed
 
 
 def quarter_of_memory():
@@ -80,7 +87,7 @@ def core_options(*, batch_size, batch_sampler, workers, prefetch_depth, accumula
             1, getattr(batch_sampler, "batch_size", 0) or largest_batch(batch_sampler)),
         workers=workers, prefetch_depth=prefetch_depth,
         accumulation_steps=accumulation_steps, shuffle=bool(shuffle) and order == "builtin",
-        seed=seed, order=order, chunk_window=chunk_window, drop_last=bool(drop_last),
+        seed=signed_64(seed), order=order, chunk_window=chunk_window, drop_last=bool(drop_last),
         drop_last_step=bool(drop_last_step), on_error=on_error, timeout=float(timeout),
         stall_warning=float(stall_warning), rank=rank, world_size=world_size,
         held_batches_budget=held_batches_budget, trace_events=trace_events,

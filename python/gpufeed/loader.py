@@ -24,7 +24,9 @@ from ._diagnosis import Diagnosis
 from ._iterator import LoaderIterator
 from ._native_dataset import make_native_dataset
 from ._notes import note_arguments_taken_otherwise, say_once
-from ._options import core_options, ring_shape, seed_from
+from ._options import core_options, ring_shape
+from ._samplers import ShardBatchSampler, ShardSampler
+from ._shard import agreed_seed, expect_sharding_sampler, shard_now
 from ._worker_info import get_worker_info
 from .errors import LoaderTimeoutError, WorkerError
 
@@ -65,8 +67,10 @@ class DataLoader:
                  transforms=None, seed=None, on_error="raise", rank=None, world_size=None,
                  autotune=False, output=None, held_batches_budget=None, drop_last_step=False,
                  trace_events=0, stall_warning=30.0, chunk_window=0, worker_type="auto"):
-        # Kept to make the loader again for a map-style dataset whose length changes.
+        # Kept to make the loader again for a map-style dataset whose length changes, or when
+        # this process's share of the epoch does.
         arguments = {name: value for name, value in locals().items() if name != "self"}
+        decided = self.__dict__.pop("_decided", None)  # (shard, seed, settled), when made again
         self._core = None  # so that close() and __del__ work whatever fails below
         self._workers = None
 
@@ -88,7 +92,7 @@ class DataLoader:
         self.dataset = dataset
         self.batch_size = None if batch_sampler is not None or self._unbatched else batch_size
         self.drop_last = drop_last
-        self.sampler = sampler
+        self.sampler = sampler  # the loader's own when it makes the order (below)
         self.batch_sampler = batch_sampler
         self.persistent_workers = persistent_workers
         self.num_workers = num_workers
@@ -115,10 +119,28 @@ class DataLoader:
         if self._structure is not None and not self._collate:
             self._note_text_fields()
 
+        # Which share of each epoch this process reads, and the order's seed (_shard.py).
         order = self._choose_order(sampler, batch_sampler)
-        if seed is None:
-            seed = seed_from(generator) if (shuffle and order == "builtin") else 0
+        self._shard_arguments = (rank, world_size)
+        self._draws_seed = seed is None and bool(shuffle) and order == "builtin"
+        if decided is not None:
+            self._shard, seed, self._seed_settled = decided
+        else:
+            self._shard = shard_now(rank, world_size, given=order == "given")
+            if order == "given":
+                expect_sharding_sampler(sampler, batch_sampler, self._shard)
+            self._seed_settled = True
+            if self._draws_seed:
+                seed, self._seed_settled = agreed_seed(generator, self._shard, agree=False)
+            elif seed is None:
+                seed = 0
         self.seed = seed
+        self._shuffled = bool(shuffle) and order == "builtin"
+        if order == "builtin" and sampler is None and not self._iterable:
+            # What frameworks look for on a loader (set_epoch, len, this rank's indices).
+            self.sampler = ShardSampler(self)
+            if not self._unbatched:
+                self.batch_sampler = ShardBatchSampler(self, self.sampler)
 
         # Workers and the ring.
         workers, prefetch_depth = ring_shape(num_workers, prefetch_factor, prefetch_depth,
@@ -133,14 +155,16 @@ class DataLoader:
             prefetch_depth=prefetch_depth, accumulation_steps=accumulation_steps,
             shuffle=shuffle, seed=seed, order=order, chunk_window=chunk_window,
             drop_last=drop_last, drop_last_step=drop_last_step, on_error=on_error,
-            timeout=timeout, stall_warning=stall_warning, rank=rank, world_size=world_size,
+            timeout=timeout, stall_warning=stall_warning, rank=self._shard.rank,
+            world_size=self._shard.world_size,
             held_batches_budget=held_batches_budget, trace_events=trace_events,
             transforms=transforms, device_index=device_index, collate=self._collate)
         if self.worker_type == "process":
             options["workers"] = workers_count  # one worker thread drives each process
-        self._start_core(options, order, rank)
+        self._start_core(options)
 
         self._next_epoch = 0
+        self._unread_epoch = None  # an epoch started by iter() whose first batch is not read yet
         self._resume = None
         self._iterator = None
         self.step_info = None
@@ -165,7 +189,7 @@ class DataLoader:
             order, self._given = "given", "sampler"
         return order
 
-    def _start_core(self, options, order, rank):
+    def _start_core(self, options):
         """Makes the C++ loader, which starts its worker threads (worker processes start at the
         first iter()); closes the loader if it cannot."""
         try:
@@ -175,10 +199,6 @@ class DataLoader:
             raise
         resolved = self._core.resolved
         self._cuda_device = resolved["device"] if resolved["cuda"] else None
-        if order == "builtin" and resolved["world_size"] > 1 and rank is None:
-            say_once("rank", f"rank {resolved['rank']} of {resolved['world_size']} from torchrun's "
-                     "environment: this rank reads its own share of each epoch (pass a "
-                     "DistributedSampler, or rank=0, world_size=1 to read everything)")
 
     # As torch's DataLoader: the arguments that shape the batches cannot change afterwards (the
     # workers, the ring and the plan were made from them).
@@ -221,7 +241,7 @@ class DataLoader:
                 n = n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
             return n
         if not self._in_epoch():
-            self._follow_length()
+            self._follow_changes(agree=False)
         if self._given == "batch_sampler":
             return len(self.batch_sampler)
         if self._given == "sampler":
@@ -233,7 +253,9 @@ class DataLoader:
 
     def __iter__(self):
         try:
-            self._start_epoch()
+            self._follow_changes(agree=True)
+            if not self._epoch_still_unread():
+                self._start_epoch()
         except WorkerError as e:
             self._explain(e)
             raise
@@ -249,7 +271,12 @@ class DataLoader:
     def set_epoch(self, epoch):
         """Makes the next ``iter()`` start ``epoch`` (the shuffle and the augmentations depend
         on it; a DistributedSampler passed as sampler keeps its own set_epoch)."""
-        self._next_epoch = int(epoch)
+        epoch = int(epoch)
+        if epoch == self._unread_epoch:  # that epoch is started already, and not read yet
+            self._next_epoch = epoch + 1
+            return
+        self._unread_epoch = None
+        self._next_epoch = epoch
 
     def state_dict(self):
         """Where iteration stands: ``load_state_dict`` of it on a loader made with the same
@@ -269,6 +296,7 @@ class DataLoader:
         if not isinstance(state, dict) or state.get("version") != 1:
             raise ValueError("load_state_dict: not a gpufeed DataLoader state")
         self._resume = state
+        self._unread_epoch = None
 
     def stats(self):
         """The loader's counters since it started (a dict; see docs/python.md)."""
@@ -282,6 +310,25 @@ class DataLoader:
         """Where the bottleneck is, with the evidence and the fix (``gpu_percent``: the GPU's
         mean utilization over the run, if known)."""
         return Diagnosis(*self._core.diagnose(gpu_percent))
+
+    def describe(self):
+        """What the loader was made to do, as text (what it logs at ``info``, which
+        ``gpufeed.set_log_level("info")`` shows): this process's share of each epoch and where
+        it came from, the order's seed, the workers, and, once the first batch's layout is known,
+        the ring and the batches per epoch."""
+        if self._given is not None:
+            order = f"the order of each epoch is the {self._given}'s"
+        elif self._shuffled:
+            order = f"shuffled, seed {self.seed}" + (
+                ", the same on every rank" if self._shard.world_size > 1 else "")
+        else:
+            order = "in dataset order"
+        kind = "processes" if self.worker_type == "process" else "threads"
+        lines = [f"{self._shard}: {order}", f"{max(1, self.num_workers)} worker {kind}"]
+        plan = self._core.plan
+        lines.append(plan.rstrip("\n") if plan else
+                     "the ring and the epoch's plan: once the first sample has been read")
+        return "\n".join(lines)
 
     def write_trace(self, path):
         """Writes the spans recorded (``trace_events``) for chrome://tracing or Perfetto."""
@@ -316,35 +363,79 @@ class DataLoader:
         indices = np.fromiter(iter(self.sampler), dtype=np.int64)
         return indices, None
 
+    def _current_or_next_epoch(self):
+        """The epoch being read, or started by iter() and not read yet; else the next one."""
+        if self._unread_epoch is not None or self._in_epoch():
+            return self._epoch
+        return self._next_epoch
+
     def _in_epoch(self):
         """Whether an epoch's iterator is alive and not yet at its end."""
         iterator = self._iterator() if self._iterator is not None else None
         return iterator is not None and not iterator._ended
 
-    def _follow_length(self):
-        """Follows a map-style dataset that grew or shrank, as torch's DataLoader does: the
-        workers (which copy the dataset as it is now), the ring and the plan are made again for
-        its new length, between epochs. The epoch count, a pending load_state_dict and the
-        iterator carry over."""
-        if self._made_length is None or self._core is None or self._core.closed:
+    def _epoch_still_unread(self):
+        """Whether an epoch that iter() started has not given its first batch, and nothing asked
+        for another since: a framework that calls iter() to check that a loader iterates (and
+        drops the iterator) leaves that epoch to the next iter(), so no epoch is lost to it."""
+        return (self._unread_epoch is not None and self._resume is None
+                and self._next_epoch == self._unread_epoch + 1)
+
+    def _follow_changes(self, agree):
+        """Makes the loader again, between epochs, when what it was made for changed:
+        - a map-style dataset that grew or shrank (as torch's DataLoader follows it): the
+          workers, which copy the dataset as it is now, the ring and the plan are made for its
+          new length;
+        - this process's share of the epoch: torch.distributed's process group initialized (or
+          changed) since, or the order's seed to agree on across ranks as the first epoch
+          starts (``agree``; _shard.py).
+        The epoch count, a pending load_state_dict and the iterator carry over."""
+        if self._core is None or self._core.closed:
             return  # a closed loader stays closed
-        try:
-            length = len(self.dataset)
-        except TypeError:
+        length = self._made_length
+        if self._made_length is not None:
+            try:
+                length = len(self.dataset)
+            except TypeError:
+                pass
+        shard = shard_now(*self._shard_arguments, given=self._given is not None)
+        if self._given is not None:
+            expect_sharding_sampler(self.sampler, self.batch_sampler, shard)
+        seed, settled = self.seed, self._seed_settled
+        if self._draws_seed and self._resume is not None:
+            # A state to resume from names its order's seed: the loader adopts it, as a resumed
+            # run's sampler adopts its saved generator state.
+            seed, settled = _gpufeed.state_fields(self._resume["core"])["seed"], True
+        elif self._draws_seed and (shard != self._shard or (agree and not settled)):
+            seed, settled = agreed_seed(self.generator, shard, agree,
+                                        current=None if shard != self._shard else self.seed)
+        same_seed = seed % (1 << 64) == self.seed % (1 << 64)  # a saved seed is unsigned
+        if length == self._made_length and shard == self._shard and same_seed:
+            self._seed_settled = settled
             return
-        if length == self._made_length:
-            return
-        _gpufeed.log("info", f"the dataset has {length} samples now, {self._made_length} when "
-                     "the loader was made: its workers and plan are made again for "
-                     f"{length}")
-        kept = (self._next_epoch, self._resume, self._iterator)
+        if length != self._made_length:
+            _gpufeed.log("info", f"the dataset has {length} samples now, {self._made_length} "
+                         f"when the loader was made: its workers and plan are made again for "
+                         f"{length}")
+        if shard != self._shard:
+            _gpufeed.log("info", f"this process reads {shard} now, {self._shard} when the "
+                         "loader was made: its workers and plan are made again for it")
+        self._remake(shard, seed, settled)
+
+    def _remake(self, shard, seed, settled):
+        """Closes the loader and makes it again from the same arguments, for `shard` and
+        `seed`; the epoch count, a pending load_state_dict and the iterator carry over (an
+        epoch started but not read is started again)."""
+        next_epoch = self._next_epoch if self._unread_epoch is None else self._unread_epoch
+        kept = (next_epoch, self._resume, self._iterator)
+        arguments = self._arguments
         self.close()
         self.__dict__["_initialized"] = False
-        DataLoader.__init__(self, **self._arguments)
+        self.__dict__["_decided"] = (shard, seed, settled)
+        DataLoader.__init__(self, **arguments)
         self._next_epoch, self._resume, self._iterator = kept
 
     def _start_epoch(self):
-        self._follow_length()
         if self._workers is not None:
             try:
                 self._workers.start()
@@ -356,16 +447,23 @@ class DataLoader:
         self._workers_ended = set()  # an iterable dataset's workers whose iterators ended
         if self._resume is not None:
             state, self._resume = self._resume, None
-            epoch = _gpufeed.state_epoch(state["core"])
+            fields = _gpufeed.state_fields(state["core"])
+            epoch = fields["epoch"]
+            # Every rank has the same batches, so a position saved by one rank is every rank's:
+            # a framework that saves rank 0's state (Lightning) gives it to every rank.
+            saved_here = fields["rank"] == self._shard.rank
+            if fields["world_size"] == self._shard.world_size:
+                fields["rank"] = self._shard.rank
             if self._given is not None:
-                # The epoch's own order when the state is inside it; a fresh draw when the
-                # state stands at the start of the next one.
-                same = state.get("order_epoch") == epoch
+                # The epoch's own order when the state is inside it and was saved here; a fresh
+                # draw from the sampler otherwise (a sampler that shards gives this rank's).
+                same = state.get("order_epoch") == epoch and saved_here
                 self._order = state["order"] if same else self._draw_order()
                 self._core.set_epoch_order(epoch, *self._order)
-            self._core.restore(state["core"])
+            self._core.restore(_gpufeed.state_text(fields))
             self._next_epoch = max(int(state["next_epoch"]), epoch + 1)
             self._epoch = epoch
+            self._unread_epoch = epoch
             return
         epoch = self._next_epoch
         if self._given is not None:
@@ -375,6 +473,7 @@ class DataLoader:
             self._core.set_epoch(epoch)
         self._epoch = epoch
         self._next_epoch = epoch + 1
+        self._unread_epoch = epoch
 
     # ---- batches ----
 

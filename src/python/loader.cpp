@@ -1,10 +1,12 @@
 #include "loader.hpp"
 
+#include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -22,6 +24,7 @@
 #include "options.hpp"
 #include "owner_process.hpp"
 #include "python_dataset.hpp"
+#include "python_terms.hpp"
 #include "workers/process_dataset.hpp"
 
 namespace gpufeed::python {
@@ -248,11 +251,30 @@ void bind_loader(py::module_& m) {
                                  d["prefetch_depth"] = o.prefetch_depth;
                                  d["rank"] = o.rank.value_or(0);
                                  d["world_size"] = o.world_size.value_or(1);
+                                 d["seed"] = o.seed;
                                  d["cuda"] = o.target == placement::cuda;
                                  d["device"] = o.device.value_or(-1);
                                  return d;
                                });
                              })
+      .def(
+          "builtin_order",
+          [](py_loader& l, std::uint64_t epoch) {
+            auto order = l.query([&](loader& x) { return x.builtin_order(epoch); });
+            auto const as_array = [](std::vector<std::size_t> const& values) {
+              py::array_t<std::int64_t> out(static_cast<py::ssize_t>(values.size()));
+              std::copy(values.begin(), values.end(), out.mutable_data());
+              return out;
+            };
+            return py::make_tuple(as_array(order.indices), as_array(order.batch_sizes));
+          },
+          py::arg("epoch"),
+          "(indices, batch sizes) of this rank's share of `epoch` in the builtin order, as "
+          "int64 arrays.")
+      .def_property_readonly(
+          "plan",
+          [](py_loader& l) { return l.query([](loader& x) { return in_python_terms(x.plan()); }); },
+          "What the loader logs at info once its ring exists, one line each ('' before).")
       .def("state",
            [](py_loader& l) {
              return l.as_consumer([](loader& x) { return x.state().to_string(); });
@@ -279,8 +301,38 @@ void bind_loader(py::module_& m) {
       });
 
   m.def(
-      "state_epoch", [](std::string const& text) { return loader_state::parse(text).epoch; },
-      py::arg("state"), "The epoch of a Loader.state() text.");
+      "state_fields",
+      [](std::string const& text) {
+        auto const state = loader_state::parse(text);
+        py::dict d;
+        d["seed"] = state.seed;
+        d["epoch"] = state.epoch;
+        d["next_sequence"] = state.next_sequence;
+        d["dataset_size"] = state.dataset_size;
+        d["batch_size"] = state.batch_size;
+        d["rank"] = state.rank;
+        d["world_size"] = state.world_size;
+        d["shuffle"] = state.shuffle;
+        d["chunk_window"] = state.chunk_window;
+        return d;
+      },
+      py::arg("state"), "The fields of a Loader.state() text, as a dict.");
+  m.def(
+      "state_text",
+      [](py::dict const& d) {
+        loader_state state;
+        state.seed = d["seed"].cast<std::uint64_t>();
+        state.epoch = d["epoch"].cast<std::uint64_t>();
+        state.next_sequence = d["next_sequence"].cast<std::uint64_t>();
+        state.dataset_size = d["dataset_size"].cast<std::uint64_t>();
+        state.batch_size = d["batch_size"].cast<std::uint64_t>();
+        state.rank = d["rank"].cast<unsigned>();
+        state.world_size = d["world_size"].cast<unsigned>();
+        state.shuffle = d["shuffle"].cast<bool>();
+        state.chunk_window = d["chunk_window"].cast<std::uint64_t>();
+        return state.to_string();
+      },
+      py::arg("fields"), "The Loader.state() text of state_fields()' dict.");
   m.def("_close_all", &close_all, "Stops every open loader's workers.");
   m.def("_at_exit", &at_exit,
         "Registered with atexit: stops every loader, and parks threads still waiting in next().");

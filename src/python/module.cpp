@@ -3,6 +3,9 @@
 // (python/gpufeed/) give it torch's DataLoader interface.
 
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <optional>
 
 #include "batch.hpp"
 #include "datasets.hpp"
@@ -47,10 +50,27 @@ PYBIND11_MODULE(_gpufeed, m) {
       [] {
         gpufeed::loader_options cuda;
         cuda.target = gpufeed::placement::cuda;
+        cuda.world_size = 1;  // the device alone: whatever the environment says of ranks
         return *gpufeed::resolve_distributed(cuda).device;
       },
       "The device of device='cuda' without a number, as the loader resolves it (LOCAL_RANK, "
       "else 0).");
+  m.def(
+      "resolve_shard",
+      [](std::optional<unsigned> rank, std::optional<unsigned> world_size, bool given) {
+        gpufeed::loader_options o;
+        o.rank = rank;
+        o.world_size = world_size;
+        o.order = given ? gpufeed::sample_order::given : gpufeed::sample_order::builtin;
+        o = gpufeed::resolve_distributed(o);
+        gpufeed::validate(o);
+        return py::make_tuple(*o.rank, *o.world_size);
+      },
+      py::arg("rank"), py::arg("world_size"), py::arg("given"),
+      "(rank, world_size) by the core's rule: the values given, then the launcher's environment "
+      "(RANK, WORLD_SIZE; LOCAL_RANK with GROUP_RANK or NODE_RANK and LOCAL_WORLD_SIZE). "
+      "Raises ValueError for a world of several processes that nothing places in (unless "
+      "`given`: a sampler gives the order).");
 #if GPUFEED_WITH_CUDA
   m.attr("has_cuda") = true;
   m.def(

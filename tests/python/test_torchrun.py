@@ -1,5 +1,6 @@
-"""Two real processes started by torchrun (gloo): a DistributedSampler with set_epoch, and
-gpufeed's own order sharded by torchrun's environment."""
+"""Two real processes started by torchrun (gloo): a DistributedSampler with set_epoch,
+gpufeed's own order sharded by torchrun's environment, and by the process group for a loader
+made before it, with ranks whose torch generators differ; a sampler that does not shard."""
 
 import json
 import os
@@ -36,3 +37,14 @@ def test_two_ranks_under_torchrun_are_disjoint_complete_and_reshuffled(tmp_path)
     assert ranks[0]["sampled"][0] != ranks[0]["sampled"][1]
     a, b = ranks[0]["sharded"], ranks[1]["sharded"]
     assert not set(a) & set(b) and sorted(a + b) == list(range(90))
+    # Made before init_process_group, read after: each rank its own share of the 91 samples
+    # (rank 1 reads its first sample again: as many batches as rank 0), one seed on both.
+    assert ranks[0]["early_seed"] == ranks[1]["early_seed"]
+    assert ranks[0]["early_batches"] == ranks[1]["early_batches"] == 6
+    for epoch in range(2):
+        a, b = ranks[0]["early"][epoch], ranks[1]["early"][epoch]
+        assert len(a) == len(b) == 46
+        assert not set(a) & set(b) and set(a) | set(b) == set(range(91))
+    assert ranks[0]["early"][0] != ranks[0]["early"][1]
+    for r in ranks:
+        assert "sampler=RandomSampler gives the same order to each of the 2" in r["refused"]
