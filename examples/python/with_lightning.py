@@ -5,7 +5,7 @@ Mid-epoch checkpoints resume at the batch that followed: Lightning saves the loa
 ``state_dict()`` in the checkpoint and gives it back.
 
     python with_lightning.py                                   # fit, validate, test, predict
-    python with_lightning.py --devices 2 --strategy ddp        # two ranks on the CPU
+    python with_lightning.py --devices 2 --strategy ddp        # two ranks (GPUs where there are)
     python with_lightning.py --stop-after 5 --checkpoint c.ckpt   # stop mid-epoch, saved
     python with_lightning.py --resume c.ckpt                   # go on from there
 
@@ -47,8 +47,11 @@ class Regressor(L.LightningModule):
 
     def loader(self, shuffle):
         # Was: torch.utils.data.DataLoader(Points(...), batch_size=..., shuffle=..., num_workers=...)
+        # On a GPU, gpufeed copies each batch to this rank's device itself (Lightning's own
+        # transfer then has nothing to do).
         return gpufeed.DataLoader(Points(self.samples), batch_size=self.batch_size,
-                                  shuffle=shuffle, num_workers=self.workers)
+                                  shuffle=shuffle, num_workers=self.workers,
+                                  device=self.device if self.device.type == "cuda" else None)
 
     def train_dataloader(self):
         return self.loader(shuffle=True)
@@ -105,6 +108,7 @@ def main():
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--accelerator", default="auto", help="cpu, gpu or auto")
     parser.add_argument("--devices", type=int, default=1)
     parser.add_argument("--strategy", default="auto")
     parser.add_argument("--limit-train-batches", type=int, default=None)
@@ -118,7 +122,7 @@ def main():
     torch.set_num_threads(1)
     model = Regressor(args.samples, args.batch_size, args.workers)
     callbacks = [StopAfter(args.stop_after, args.checkpoint)] if args.stop_after else []
-    trainer = L.Trainer(accelerator="auto", devices=args.devices, strategy=args.strategy,
+    trainer = L.Trainer(accelerator=args.accelerator, devices=args.devices, strategy=args.strategy,
                         max_epochs=args.epochs, limit_train_batches=args.limit_train_batches,
                         callbacks=callbacks, logger=False,
                         enable_checkpointing=False, enable_progress_bar=False,

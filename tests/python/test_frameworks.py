@@ -83,7 +83,8 @@ def _assert_resumed(first, second, world):
 @pytest.mark.parametrize("devices", [1, 2])
 def test_lightning_fit_validate_test_predict(tmp_path, devices):
     pytest.importorskip("lightning")
-    strategy = ["--devices", str(devices)] + (["--strategy", "ddp"] if devices > 1 else [])
+    strategy = ["--accelerator", "cpu", "--devices", str(devices)] + (
+        ["--strategy", "ddp"] if devices > 1 else [])
     records = _run("with_lightning.py", tmp_path, *strategy)
     assert [r["world_size"] for r in records] == [devices] * devices
     train = _epochs(records, "train")
@@ -101,8 +102,8 @@ def test_lightning_fit_validate_test_predict(tmp_path, devices):
 @pytest.mark.timeout(900)
 def test_lightning_limit_train_batches(tmp_path):
     pytest.importorskip("lightning")
-    records = _run("with_lightning.py", tmp_path, "--devices", "2", "--strategy", "ddp",
-                   "--limit-train-batches", "3")
+    records = _run("with_lightning.py", tmp_path, "--accelerator", "cpu", "--devices", "2",
+                   "--strategy", "ddp", "--limit-train-batches", "3")
     train = _epochs(records, "train")
     for shares in train.values():
         assert [len(s) for s in shares] == [3 * BATCH] * 2
@@ -115,12 +116,34 @@ def test_lightning_limit_train_batches(tmp_path):
 @pytest.mark.parametrize("devices", [1, 2])
 def test_lightning_resumes_mid_epoch_from_a_checkpoint(tmp_path, devices):
     pytest.importorskip("lightning")
-    strategy = ["--devices", str(devices)] + (["--strategy", "ddp"] if devices > 1 else [])
+    strategy = ["--accelerator", "cpu", "--devices", str(devices)] + (
+        ["--strategy", "ddp"] if devices > 1 else [])
     checkpoint = str(tmp_path / "stopped.ckpt")
     first = _run("with_lightning.py", tmp_path / "first", *strategy, "--stop-after", "3",
                  "--checkpoint", checkpoint)
     second = _run("with_lightning.py", tmp_path / "second", *strategy, "--resume", checkpoint)
     _assert_resumed(first, second, devices)
+
+
+def _cuda_devices():
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+@pytest.mark.timeout(900)
+def test_lightning_on_gpus(tmp_path):
+    """DDP on every GPU of the machine (one is enough), the batches delivered on each rank's
+    device by gpufeed. Skipped where there is no GPU; scripts/device-check runs it."""
+    pytest.importorskip("lightning")
+    gpus = _cuda_devices()
+    if gpus == 0:
+        pytest.skip("no CUDA device: Lightning on GPUs runs in scripts/device-check")
+    strategy = ["--accelerator", "gpu", "--devices", str(gpus)] + (
+        ["--strategy", "ddp"] if gpus > 1 else [])
+    records = _run("with_lightning.py", tmp_path, *strategy, "--samples", str(256 * gpus))
+    for shares in _epochs(records, "train").values():
+        _assert_sharded(shares, gpus, n=256 * gpus)
 
 
 # ---- accelerate --------------------------------------------------------------------------------
