@@ -1,5 +1,5 @@
-// Datasets whose layout comes from their first sample (dataset::layout_from_first_sample): the
-// loader reads nothing on the thread that makes it, learns the layout from the first sample a
+// Datasets whose layout comes from their first sample (adapted_dataset::layout_from_first_sample):
+// the loader reads nothing on the thread that makes it, learns the layout from the first sample a
 // worker stages, writes every staged sample into its batch (each sample read once), reports a
 // staged failure as its batch's, and keeps the consumer's position set before the layout is
 // known. Also datasets that read whole claims (read_each) and worker_error.
@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "gpufeed/detail/adapted_dataset.hpp"
 #include "gpufeed/gpufeed.hpp"
 #include "support/test_datasets.hpp"
 
@@ -27,7 +28,7 @@ using namespace std::chrono_literals;
 
 // Sample i is {i as int64, i * 10 as float32 [2]}. Reads are counted per index, and the threads
 // that read are recorded, so a test can say who read what and how often.
-class learned_dataset : public dataset {
+class learned_dataset : public detail::adapted_dataset {
  public:
   explicit learned_dataset(std::size_t n) : n_{n} {}
 
@@ -43,7 +44,7 @@ class learned_dataset : public dataset {
     write(index, out);
   }
 
-  class staged final : public staged_sample {
+  class staged final : public detail::staged_sample {
    public:
     staged(learned_dataset const& owner, std::size_t index) : owner_{owner}, index_{index} {}
     sample_spec spec() const override { return owner_.layout(); }
@@ -54,7 +55,8 @@ class learned_dataset : public dataset {
     std::size_t index_;
   };
 
-  std::unique_ptr<staged_sample> stage(std::size_t index, read_context const& ctx) const override {
+  std::unique_ptr<detail::staged_sample> stage(std::size_t index,
+                                               read_context const& ctx) const override {
     count(index, ctx.epoch);
     {
       std::lock_guard const lock{mutex_};
@@ -64,7 +66,7 @@ class learned_dataset : public dataset {
     return std::make_unique<staged>(*this, index);
   }
 
-  void layout_chosen(staged_sample const& first) const override {
+  void layout_chosen(detail::staged_sample const& first) const override {
     std::lock_guard const lock{mutex_};
     ++chosen_;
     chosen_spec_ = first.spec();
@@ -368,7 +370,7 @@ TEST(LayoutProbe, TheLoadersTimeoutCoversTheFirstSampleOverManyShortWaits) {
 }
 
 // Reads whole claims, and fails one sample of each claim that holds index 7.
-class claim_dataset final : public dataset {
+class claim_dataset final : public detail::adapted_dataset {
  public:
   std::size_t size() const override { return 64; }
   sample_spec spec() const override { return sample_spec{}.add("i", dtype::i64, {}); }
@@ -376,7 +378,7 @@ class claim_dataset final : public dataset {
   void read(std::size_t, sample_view, read_context const&) const override {
     throw std::logic_error{"read() must not be called: this dataset reads claims"};
   }
-  void read_each(std::span<sample_read> reads) const override {
+  void read_each(std::span<detail::sample_read> reads) const override {
     claims_.fetch_add(1);
     largest_.store(std::max(largest_.load(), reads.size()));
     for (auto& r : reads) {
@@ -404,7 +406,7 @@ TEST(ReadEach, ClaimsReachTheDatasetWholeAndEachFailureIsItsSamples) {
 }
 
 // Takes its claims whole: each must be one batch, all of it.
-class whole_batch_dataset final : public dataset {
+class whole_batch_dataset final : public detail::adapted_dataset {
  public:
   std::size_t size() const override { return 50; }
   sample_spec spec() const override { return sample_spec{}.add("i", dtype::i64, {}); }
@@ -413,7 +415,7 @@ class whole_batch_dataset final : public dataset {
   void read(std::size_t, sample_view, read_context const&) const override {
     throw std::logic_error{"read() must not be called: this dataset reads whole batches"};
   }
-  void read_each(std::span<sample_read> reads) const override {
+  void read_each(std::span<detail::sample_read> reads) const override {
     {
       std::lock_guard const lock{mutex_};
       claims_.push_back(reads.size());
@@ -439,7 +441,7 @@ TEST(ReadEach, WholeBatchClaimsGiveEachBatchToOneCall) {
 }
 
 // Sample 5's read finds its worker gone.
-class lost_worker_dataset final : public dataset {
+class lost_worker_dataset final : public detail::adapted_dataset {
  public:
   std::size_t size() const override { return 40; }
   sample_spec spec() const override { return sample_spec{}.add("i", dtype::i64, {}); }

@@ -7,6 +7,7 @@
 
 #include "core/plan_log.hpp"
 #include "core/units.hpp"
+#include "gpufeed/detail/adapted_dataset.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/log.hpp"
 
@@ -50,7 +51,8 @@ loader_core::loader_core(std::shared_ptr<dataset const> data, loader_options opt
       metrics_{sizes_.tuning.threads, options_.trace_events, options_.max_listed_skips},
       device_{stage_for(layout_, sizes_, options_, make_stage)},
       ring_{epochs_, make_slots(sizes_.tuning.slots, layout_, device_, options_.host_memory.get()),
-            sizes_.max_slots, sizes_.tuning.start_depth, data_->reads_whole_batches()},
+            sizes_.max_slots, sizes_.tuning.start_depth,
+            adapted(*data_) != nullptr && adapted(*data_)->reads_whole_batches()},
       held_{layout_, sizes_.footprint, options_.host_memory.get()},
       staged_{std::move(staged)},
       pool_{mutex_, sizes_.tuning.threads, sizes_.tuning.start_workers},

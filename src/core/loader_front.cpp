@@ -5,16 +5,19 @@
 #include <utility>
 
 #include "core/tuning/autotuner.hpp"
+#include "gpufeed/detail/adapted_dataset.hpp"
 #include "gpufeed/error.hpp"
 
 namespace gpufeed::detail {
 
 loader_front::loader_front(std::shared_ptr<dataset const> data, loader_options options)
     : data_{std::move(data)}, options_{std::move(options)} {
-  if (data_->layout_from_first_sample()) {
+  if (auto a = std::dynamic_pointer_cast<adapted_dataset const>(data_);
+      a != nullptr && a->layout_from_first_sample()) {
     // As many probe threads as the loader will have workers: reads that wait for each other
     // (a barrier across workers) all run.
-    probe_ = std::make_unique<layout_probe>(data_, options_, plan_autotune(options_, 1).threads);
+    probe_ =
+        std::make_unique<layout_probe>(std::move(a), options_, plan_autotune(options_, 1).threads);
     return;
   }
   core_ = std::make_shared<loader_core>(data_, options_);

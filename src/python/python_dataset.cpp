@@ -59,7 +59,7 @@ python_dataset::python_dataset(py::object data, py::object worker_init_fn)
 
 namespace {
 // A sample a worker thread read before the layout was known, and its own tree.
-class python_staged final : public staged_sample {
+class python_staged final : public detail::staged_sample {
  public:
   python_staged(python_dataset const& owner, std::size_t index, py::object sample, sample_tree tree)
       : owner_{owner}, index_{index}, sample_{sample.release().ptr()}, tree_{std::move(tree)} {}
@@ -90,8 +90,8 @@ class python_staged final : public staged_sample {
 };
 }  // namespace
 
-std::unique_ptr<staged_sample> python_dataset::stage(std::size_t index,
-                                                     read_context const& ctx) const {
+std::unique_ptr<detail::staged_sample> python_dataset::stage(std::size_t index,
+                                                             read_context const& ctx) const {
   worker_gil const gil;
   worker_scope const scope{{true, ctx.worker, workers_.load(), ctx.seed, dataset_.ptr()}};
   try {
@@ -110,7 +110,7 @@ std::unique_ptr<staged_sample> python_dataset::stage(std::size_t index,
   }
 }
 
-void python_dataset::layout_chosen(staged_sample const& first) const {
+void python_dataset::layout_chosen(detail::staged_sample const& first) const {
   auto const& staged = dynamic_cast<python_staged const&>(first);
   worker_gil const gil;
   tree_ = sample_tree::from_description(staged.tree().describe(), staged.tree().spec(),

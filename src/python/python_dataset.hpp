@@ -16,7 +16,7 @@
 
 #include "gil.hpp"
 #include "gpufeed/batch.hpp"
-#include "gpufeed/dataset.hpp"
+#include "gpufeed/detail/adapted_dataset.hpp"
 #include "sample_tree.hpp"
 #include "text_table.hpp"
 
@@ -44,7 +44,7 @@ struct worker_info {
 /// The calling thread's worker information (GIL held).
 [[nodiscard]] worker_info const& current_worker_info() noexcept;
 
-class python_dataset final : public dataset {
+class python_dataset final : public detail::adapted_dataset {
  public:
   /// Takes len(dataset) (GIL held); reads nothing.
   /// @param worker_init_fn called once on each worker thread, with its id, before its first read
@@ -60,9 +60,9 @@ class python_dataset final : public dataset {
   [[nodiscard]] sample_spec spec() const override;
   void read(std::size_t index, sample_view out, read_context const& ctx) const override;
   [[nodiscard]] bool layout_from_first_sample() const override { return true; }
-  [[nodiscard]] std::unique_ptr<staged_sample> stage(std::size_t index,
-                                                     read_context const& ctx) const override;
-  void layout_chosen(staged_sample const& first) const override;
+  [[nodiscard]] std::unique_ptr<detail::staged_sample> stage(
+      std::size_t index, read_context const& ctx) const override;
+  void layout_chosen(detail::staged_sample const& first) const override;
 
   /// The sample's structure (see sample_tree::describe), GIL held; None before the first
   /// sample is read.

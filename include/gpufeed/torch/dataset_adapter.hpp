@@ -25,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-#include "gpufeed/dataset.hpp"
+#include "gpufeed/detail/adapted_dataset.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/sample_spec.hpp"
 #include "gpufeed/sample_view.hpp"
@@ -321,7 +321,7 @@ class worker_copies {
 };
 
 /// An example read before the batch layout was known: its tensors wait for their slot.
-class staged_tensors final : public staged_sample {
+class staged_tensors final : public gpufeed::detail::staged_sample {
  public:
   staged_tensors(example_tensors example, std::size_t index)
       : example_{std::move(example)}, index_{index}, spec_{spec_of(example_, index)} {}
@@ -348,7 +348,7 @@ class staged_tensors final : public staged_sample {
 /// batch layout is the first example's that a worker reads (`layout_from_first_sample`).
 template <class TorchDataset>
 requires detail::fast_path<TorchDataset>
-class dataset_adapter final : public gpufeed::dataset {
+class dataset_adapter final : public gpufeed::detail::adapted_dataset {
  public:
   /// @param data the libtorch dataset, kept as the prototype the workers' copies are made from
   /// (moved from, where it can be: a dataset's copies may be costly). Nothing is read from it
@@ -369,11 +369,11 @@ class dataset_adapter final : public gpufeed::dataset {
     return *learned;
   }
   [[nodiscard]] bool layout_from_first_sample() const override { return true; }
-  [[nodiscard]] std::unique_ptr<staged_sample> stage(std::size_t index,
-                                                     read_context const& ctx) const override {
+  [[nodiscard]] std::unique_ptr<gpufeed::detail::staged_sample> stage(
+      std::size_t index, read_context const& ctx) const override {
     return std::make_unique<detail::staged_tensors>(tensors(index, ctx), index);
   }
-  void layout_chosen(staged_sample const& first) const override {
+  void layout_chosen(gpufeed::detail::staged_sample const& first) const override {
     chosen_ = std::make_unique<sample_spec const>(first.spec());
     spec_.store(chosen_.get(), std::memory_order_release);
   }

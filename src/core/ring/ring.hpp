@@ -50,7 +50,7 @@ class ring {
   /// A ring of `slots` (slot i with id i), `depth` of them in use at first, that may grow to
   /// `max_slots` slots. Its storage is reserved for max_slots at once: growing never moves a slot
   /// (workers hold slot pointers).
-  /// `whole_batches`: every claim is a whole batch (dataset::reads_whole_batches).
+  /// `whole_batches`: every claim is a whole batch (adapted_dataset::reads_whole_batches).
   ring(epoch_source const& epochs, std::vector<std::unique_ptr<slot>> slots, std::size_t max_slots,
        std::size_t depth, bool whole_batches = false);
 

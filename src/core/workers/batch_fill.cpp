@@ -50,7 +50,9 @@ batch_filler::batch_filler(dataset const& data, slot_layout const& layout,
       metrics_{metrics},
       stop_{stop},
       staged_{staged},
-      claims_(data.reads_claims() ? threads : 0) {}
+      claims_by_{adapted(data) != nullptr && adapted(data)->reads_claims() ? adapted(data)
+                                                                           : nullptr},
+      claims_(claims_by_ != nullptr ? threads : 0) {}
 
 bool batch_filler::fill(slot& s, unsigned worker) {
   bool waited_for_copy = false;
@@ -107,7 +109,7 @@ void batch_filler::read_claim(slot& s, std::size_t first, std::size_t last, unsi
   metrics_.read_started(worker, s, reads.front().index, begin);
   {
     nvtx_range const range{"gpufeed: read claim"};
-    data_.read_each(reads);  // a worker_error passes: the loader cannot go on
+    claims_by_->read_each(reads);  // a worker_error passes: the loader cannot go on
   }
   auto const end = steady_ns();
   // Each sample is given an equal share of the claim's time, in claim order.

@@ -17,6 +17,7 @@
 #include "core/ring/slot.hpp"
 #include "core/workers/staged_reads.hpp"
 #include "gpufeed/dataset.hpp"
+#include "gpufeed/detail/adapted_dataset.hpp"
 #include "gpufeed/detail/slot_layout.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/options.hpp"
@@ -69,6 +70,7 @@ class batch_filler {
   loader_metrics& metrics_;
   std::atomic<bool> const& stop_;
   staged_reads& staged_;
+  adapted_dataset const* claims_by_;  // the dataset when it reads whole claims, else null
   std::vector<std::vector<sample_read>> claims_;  // per worker: a claim's reads (capacity kept)
 };
 

@@ -11,8 +11,8 @@
 
 namespace gpufeed::detail {
 
-layout_probe::layout_probe(std::shared_ptr<dataset const> data, loader_options const& options,
-                           unsigned threads)
+layout_probe::layout_probe(std::shared_ptr<adapted_dataset const> data,
+                           loader_options const& options, unsigned threads)
     : data_{std::move(data)},
       options_{options},
       epochs_{data_->size(), options_.chunk_window > 0 ? data_->storage_chunk() : 0, options_},

@@ -1,6 +1,6 @@
 #pragma once
 // Learning the batch layout from the first sample, for datasets that cannot give it without
-// reading (dataset::layout_from_first_sample). Before the loader's core exists, the probe's
+// reading (adapted_dataset::layout_from_first_sample). Before the loader's core exists, the probe's
 // threads stage the first samples of the batch the consumer will ask for first, one per thread
 // (so that reads which wait for each other, such as a barrier across workers, all run), and the
 // first sample read gives the layout. Nothing is read on the thread that makes the loader. The
@@ -32,6 +32,7 @@
 #include "core/ring/cursor.hpp"
 #include "core/workers/staged_reads.hpp"
 #include "gpufeed/dataset.hpp"
+#include "gpufeed/detail/adapted_dataset.hpp"
 #include "gpufeed/epoch_order.hpp"
 #include "gpufeed/loader_state.hpp"
 #include "gpufeed/options.hpp"
@@ -46,7 +47,7 @@ class layout_probe {
 
   /// `options` resolved and validated. Starts `threads` threads staging the start of epoch 0
   /// (with a given order: once one is given).
-  layout_probe(std::shared_ptr<dataset const> data, loader_options const& options,
+  layout_probe(std::shared_ptr<adapted_dataset const> data, loader_options const& options,
                unsigned threads);
   /// Stops the threads and joins them (a read in progress sees read_context::stop_requested).
   ~layout_probe();
@@ -83,7 +84,7 @@ class layout_probe {
   [[nodiscard]] wait_result wait(clock::time_point give_up_at, bool consumer);
 
   /// What the probe learned: call once, after wait() returned true. Tells the dataset which
-  /// staged sample gave the layout (dataset::layout_chosen); the threads have ended.
+  /// staged sample gave the layout (adapted_dataset::layout_chosen); the threads have ended.
   struct learned {
     sample_spec spec;
     std::vector<staged_read> staged;
@@ -101,7 +102,7 @@ class layout_probe {
   /// Whether the reads so far prove that no sample can give the layout. Under mutex_.
   void check_exhausted_locked();
 
-  std::shared_ptr<dataset const> data_;
+  std::shared_ptr<adapted_dataset const> data_;
   loader_options options_;
   epoch_source epochs_;  // its own: the core makes another from the same inputs
   unsigned threads_wanted_;

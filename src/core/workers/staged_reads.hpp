@@ -11,7 +11,7 @@
 #include <memory>
 #include <vector>
 
-#include "gpufeed/dataset.hpp"
+#include "gpufeed/detail/adapted_dataset.hpp"
 
 namespace gpufeed::detail {
 

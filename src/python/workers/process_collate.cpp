@@ -11,7 +11,7 @@
 
 namespace gpufeed::python::workers {
 
-void process_dataset::collate_each(link& w, std::span<sample_read> reads) const {
+void process_dataset::collate_each(link& w, std::span<detail::sample_read> reads) const {
   auto const* stop = reads.front().context.stop;
   auto const* slot = reads.front().out.bytes(0).data();
   block_of_slot block;

@@ -37,7 +37,7 @@ std::string signal_name(int signal) {
 }  // namespace
 
 // A sample a worker process read and keeps until it can be written.
-class remote_staged final : public staged_sample {
+class remote_staged final : public detail::staged_sample {
  public:
   remote_staged(process_dataset const& owner, unsigned worker, std::uint64_t token,
                 sample_layout_message layout)
@@ -222,7 +222,7 @@ void process_dataset::take_records(link& w, std::span<sample_view const> outs,
   }
 }
 
-void process_dataset::read_each(std::span<sample_read> reads) const {
+void process_dataset::read_each(std::span<detail::sample_read> reads) const {
   if (reads.empty()) return;
   auto const* stop = reads.front().context.stop;
   auto& w = *links_[reads.front().context.worker % links_.size()];
@@ -272,13 +272,13 @@ void process_dataset::read_each(std::span<sample_read> reads) const {
 }
 
 void process_dataset::read(std::size_t index, sample_view out, read_context const& ctx) const {
-  sample_read one{index, out, ctx, nullptr};
+  detail::sample_read one{index, out, ctx, nullptr};
   read_each(std::span{&one, 1});
   if (one.failure) std::rethrow_exception(one.failure);
 }
 
-std::unique_ptr<staged_sample> process_dataset::stage(std::size_t index,
-                                                      read_context const& ctx) const {
+std::unique_ptr<detail::staged_sample> process_dataset::stage(std::size_t index,
+                                                              read_context const& ctx) const {
   auto& w = *links_[ctx.worker % links_.size()];
   std::lock_guard const lock{w.mutex};
   auto const token = ++w.next_token;
@@ -304,7 +304,7 @@ std::unique_ptr<staged_sample> process_dataset::stage(std::size_t index,
   return std::make_unique<remote_staged>(*this, w.id, token, std::move(layout));
 }
 
-void process_dataset::layout_chosen(staged_sample const& first) const {
+void process_dataset::layout_chosen(detail::staged_sample const& first) const {
   auto const* remote = dynamic_cast<remote_staged const*>(&first);
   if (remote == nullptr) throw logic_error{"gpufeed: a staged sample of another dataset"};
   std::lock_guard const lock{layout_mutex_};

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "gpufeed/batch.hpp"
-#include "gpufeed/dataset.hpp"
+#include "gpufeed/detail/adapted_dataset.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/options.hpp"
 #include "layout_message.hpp"
@@ -62,7 +62,7 @@ class remote_worker_error : public worker_error {
   std::string pickled_;
 };
 
-class process_dataset final : public dataset {
+class process_dataset final : public detail::adapted_dataset {
  public:
   /// `size` samples, read by `workers` processes (started by the caller, then attach()ed).
   /// With `collate` the workers make each batch whole, with the user's collate_fn: the ring's
@@ -115,13 +115,13 @@ class process_dataset final : public dataset {
   [[nodiscard]] std::size_t size() const override { return size_; }
   [[nodiscard]] sample_spec spec() const override;
   void read(std::size_t index, sample_view out, read_context const& ctx) const override;
-  void read_each(std::span<sample_read> reads) const override;
+  void read_each(std::span<detail::sample_read> reads) const override;
   [[nodiscard]] bool reads_claims() const override { return true; }
   [[nodiscard]] bool reads_whole_batches() const override { return collate_; }
   [[nodiscard]] bool layout_from_first_sample() const override { return !collate_; }
-  [[nodiscard]] std::unique_ptr<staged_sample> stage(std::size_t index,
-                                                     read_context const& ctx) const override;
-  void layout_chosen(staged_sample const& first) const override;
+  [[nodiscard]] std::unique_ptr<detail::staged_sample> stage(
+      std::size_t index, read_context const& ctx) const override;
+  void layout_chosen(detail::staged_sample const& first) const override;
 
   /// The sample's structure as pickled by the worker that gave the layout; empty before.
   [[nodiscard]] std::string structure() const;
@@ -132,7 +132,7 @@ class process_dataset final : public dataset {
   /// Distinct text values kept so far, over all text fields.
   [[nodiscard]] std::size_t texts_kept() const;
 
-  /// Writes worker `worker`'s staged sample `token` into `out`; forgets it (staged_sample).
+  /// Writes worker `worker`'s staged sample `token` into `out`; forgets it (detail::staged_sample).
   void write_staged(unsigned worker, std::uint64_t token, sample_view out) const;
   /// Forgets a staged sample that is not written (best effort, never throws).
   void drop_staged(unsigned worker, std::uint64_t token) const noexcept;
@@ -153,7 +153,7 @@ class process_dataset final : public dataset {
                     std::span<std::exception_ptr> failures, std::size_t from = 0) const;
   [[noreturn]] void throw_fatal(link& w) const;
   /// A whole batch, made by the worker's collate_fn into the slot's block.
-  void collate_each(link& w, std::span<sample_read> reads) const;
+  void collate_each(link& w, std::span<detail::sample_read> reads) const;
   [[noreturn]] void throw_dead(link& w, std::string const& holding) const;
 
   std::size_t size_;

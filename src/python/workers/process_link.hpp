@@ -21,7 +21,7 @@ namespace gpufeed::python::workers {
 inline constexpr int stop_check_ms = 100;
 
 /// "sample 3 of epoch 0", "samples 3, 4 of epoch 0": the samples of a task, for messages.
-inline std::string samples_text(std::span<sample_read const> reads) {
+inline std::string samples_text(std::span<detail::sample_read const> reads) {
   std::string text = reads.size() == 1 ? "sample " : "samples ";
   for (std::size_t k = 0; k < reads.size(); ++k) {
     text += (k == 0 ? "" : ", ") + std::to_string(reads[k].index);
