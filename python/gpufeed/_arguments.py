@@ -17,8 +17,8 @@ try:  # torch is optional: without it, batches are numpy arrays
     import torch
     import torch.utils.data as _torch_data
 except ImportError:  # pragma: no cover - exercised where torch is absent
-    torch = None
-    _torch_data = None
+    torch = None  # type: ignore[assignment]
+    _torch_data = None  # type: ignore[assignment]
 
 __all__ = [
     "check_batching",

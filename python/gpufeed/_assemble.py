@@ -7,29 +7,49 @@ named tuples and mapping types, a bare leaf stays a bare tensor, and str or byte
 the samples' values (a tuple inside tuples and lists, else a list): so does this.
 """
 
-from collections import namedtuple
+from __future__ import annotations
 
-StepInfo = namedtuple(
-    "StepInfo", ["step", "micro", "micros_in_step", "samples_in_step", "last_micro", "short_step"]
-)
-StepInfo.__doc__ = """Where a batch stands in gradient accumulation: optimizer step ``step``,
-micro-batch ``micro`` of ``micros_in_step``; divide the summed loss by ``samples_in_step``; step
-the optimizer after the batch whose ``last_micro`` is true."""
+from typing import Any, NamedTuple
 
 
-class BatchList(list):
+class StepInfo(NamedTuple):
+    """Where a batch stands in gradient accumulation: optimizer step ``step``, micro-batch
+    ``micro`` of ``micros_in_step``; divide the summed loss by ``samples_in_step``; step the
+    optimizer after the batch whose ``last_micro`` is true.
+
+    Args:
+        step: The optimizer step within the epoch.
+        micro: This batch's index within its step.
+        micros_in_step: Micro-batches in this step (``accumulation_steps``, or fewer for a short
+            last step).
+        samples_in_step: Samples in the whole step: divide the summed loss by it.
+        last_micro: Step the optimizer after this batch.
+        short_step: This step has fewer than ``accumulation_steps x batch_size`` samples.
+    """
+
+    step: int
+    micro: int
+    micros_in_step: int
+    samples_in_step: int
+    last_micro: bool
+    short_step: bool
+
+
+class BatchList(list[Any]):
     """A batch whose samples were tuples or lists: a list of tensors, with ``step_info``."""
 
     __slots__ = ("step_info",)
+    step_info: StepInfo
 
 
-class BatchDict(dict):
+class BatchDict(dict[Any, Any]):
     """A batch whose samples were dicts: a dict of tensors, with ``step_info``."""
 
     __slots__ = ("step_info",)
+    step_info: StepInfo
 
 
-def text_fields(structure):
+def text_fields(structure: tuple[Any, ...]) -> set[int]:
     """The fields of ``structure`` that hold text (their batch field holds ids, not data)."""
     kind = structure[0]
     if kind == "text":

@@ -1,22 +1,35 @@
 """gpufeed.Diagnosis: what DataLoader.diagnose() says of the bottleneck."""
 
+from __future__ import annotations
+
 __all__ = ["Diagnosis"]
 
 
-class Diagnosis(tuple):
-    """The bottleneck: ``kind`` ("gpu_bound", "input_bound", "gil_bound", ...) and ``sentence``
-    (the evidence and the fix)."""
+class Diagnosis(tuple[str, str]):
+    """The bottleneck, as ``DataLoader.diagnose()`` finds it: a ``(kind, sentence)`` pair.
+
+    Args:
+        kind: ``"gpu_bound"``, ``"input_bound"``, ``"gil_bound"``, ... (docs/diagnosis.md).
+        sentence: The evidence and the fix; ``str(diagnosis)`` is this sentence.
+    """
 
     __slots__ = ()
 
-    def __new__(cls, kind, sentence):
+    def __new__(cls, kind: str, sentence: str) -> Diagnosis:
         return super().__new__(cls, (kind, sentence))
 
-    kind = property(lambda self: self[0])
-    sentence = property(lambda self: self[1])
+    @property
+    def kind(self) -> str:
+        """``"gpu_bound"``, ``"input_bound"``, ``"gil_bound"``, ... (docs/diagnosis.md)."""
+        return self[0]
 
-    def __repr__(self):
+    @property
+    def sentence(self) -> str:
+        """The evidence and the fix."""
+        return self[1]
+
+    def __repr__(self) -> str:
         return f"Diagnosis(kind={self.kind!r}, sentence={self.sentence!r})"
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.sentence

@@ -1,8 +1,16 @@
 """The iterator of a gpufeed.DataLoader: one per loader, started again by each ``iter()``."""
 
+from __future__ import annotations
+
 import threading
+from typing import TYPE_CHECKING, Any
 
 from .errors import LoaderTimeoutError, WorkerError
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from .loader import DataLoader
 
 __all__ = ["LoaderIterator"]
 
@@ -11,15 +19,15 @@ class LoaderIterator:
     """The one iterator of a loader (torch's persistent_workers behaviour): ``iter(loader)``
     resets it to the next epoch."""
 
-    def __init__(self, loader):
+    def __init__(self, loader: DataLoader[Any]) -> None:
         self._loader = loader
         self._ended = False  # the epoch's end was met: StopIteration until iter(loader)
         self._lock = threading.Lock()
 
-    def __iter__(self):
+    def __iter__(self) -> Self:
         return self
 
-    def __next__(self):
+    def __next__(self) -> Any:
         # One consumer at a time: once a thread meets the end of the epoch, the others stop
         # too, instead of reading on into the next epoch the loader has started.
         with self._lock:
@@ -40,5 +48,5 @@ class LoaderIterator:
                 self._loader._count_yielded()
         return batch
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._loader)

@@ -7,7 +7,7 @@ from . import _gpufeed
 
 __all__ = ["note_arguments_taken_otherwise", "say_once"]
 
-_said = set()
+_said: set[object] = set()
 _said_lock = threading.Lock()
 
 

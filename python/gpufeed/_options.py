@@ -9,7 +9,7 @@ from ._notes import say_once
 try:  # torch is optional: without it, seeds come from the operating system
     import torch
 except ImportError:  # pragma: no cover - exercised where torch is absent
-    torch = None
+    torch = None  # type: ignore[assignment]
 
 __all__ = ["core_options", "quarter_of_memory", "ring_shape", "seed_from", "signed_64"]
 

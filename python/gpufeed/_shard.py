@@ -24,8 +24,8 @@ try:  # torch is optional: without it, there is no process group
     import torch
     import torch.distributed as _dist
 except ImportError:  # pragma: no cover - exercised where torch is absent
-    torch = None
-    _dist = None
+    torch = None  # type: ignore[assignment]
+    _dist = None  # type: ignore[assignment]
 
 __all__ = ["DISTRIBUTED_SEED", "Shard", "agreed_seed", "expect_sharding_sampler", "shard_now"]
 

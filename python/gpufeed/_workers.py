@@ -11,6 +11,8 @@ Inside a worker, torch's worker contract holds: ``worker_init_fn(worker_id)`` ru
 ``random``, numpy's global generator and torch are seeded per worker as torch seeds them.
 """
 
+from __future__ import annotations
+
 import multiprocessing
 import multiprocessing.reduction
 import os
@@ -21,37 +23,41 @@ import signal
 import struct
 import traceback
 import warnings
+from typing import Any
 
 from . import _gpufeed
 
 __all__ = ["WorkerInfo", "WorkerProcesses", "current_worker_info", "rebuild_exception"]
 
-_info = None  # this process's WorkerInfo, in a worker process
+_info: WorkerInfo | None = None  # this process's WorkerInfo, in a worker process
 
 
 class WorkerInfo:
-    """What a worker process is: ``id``, ``num_workers``, ``seed`` and ``dataset`` (torch's
-    WorkerInfo fields)."""
+    """What a worker is, as gpufeed.get_worker_info() gives it (torch's WorkerInfo fields).
+
+    Args:
+        id: The worker's number, 0 to ``num_workers - 1``.
+        num_workers: The loader's workers.
+        seed: The worker's seed (a worker process's, as torch seeds workers; a worker thread's
+            for the sample it reads).
+        dataset: The dataset the worker reads (a worker process's own copy).
+    """
 
     __slots__ = ("id", "num_workers", "seed", "dataset")
 
-    def __init__(self, id, num_workers, seed, dataset):  # noqa: A002 - torch's field name
+    def __init__(self, id: int, num_workers: int, seed: int,  # noqa: A002 - torch's name
+                 dataset: Any) -> None:
         self.id = id
         self.num_workers = num_workers
         self.seed = seed
         self.dataset = dataset
 
-    def __getitem__(self, name):  # gpufeed's worker threads once gave a dict
-        if name not in self.__slots__:
-            raise KeyError(name)
-        return getattr(self, name)
-
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"WorkerInfo(id={self.id}, num_workers={self.num_workers}, seed={self.seed}, "
                 f"dataset={type(self.dataset).__name__})")
 
 
-def current_worker_info():
+def current_worker_info() -> WorkerInfo | None:
     """This process's WorkerInfo when it is a gpufeed worker process, else None."""
     return _info
 
@@ -279,10 +285,6 @@ class WorkerProcesses:
         except BaseException:
             self._stop_processes()
             raise
-
-    def exit_codes(self):
-        """Each worker's exit code, or None while it runs."""
-        return [p.exitcode for p in self.processes]
 
     # How the core says a worker ended when it cannot tell how (the process is not its child).
     _ENDED = re.compile(r"worker process (\d+) \(pid (\d+)\) ended while")

@@ -6,12 +6,14 @@ datasets; batches reach torch and numpy by DLPack, without a copy. See docs/pyth
 migration table.
 """
 
+from __future__ import annotations
+
 import math
 import os
 import pickle
-import types
 import warnings
 import weakref
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 import numpy as np
 
@@ -34,44 +36,160 @@ try:  # torch is optional: without it, batches are numpy arrays
     import torch
     import torch.utils.data as _torch_data
 except ImportError:  # pragma: no cover - exercised where torch is absent
-    torch = None
-    _torch_data = None
+    torch = None  # type: ignore[assignment]
+    _torch_data = None  # type: ignore[assignment]
+
+if TYPE_CHECKING:
+    import multiprocessing.context
+    from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+
+    import typing_extensions
+    from typing_extensions import Self
 
 __all__ = ["DataLoader", "Diagnosis", "get_worker_info"]
 
+# The dataset's sample type; Any for gpufeed.datasets (for type checkers only: Python before
+# 3.13 has no TypeVar default, and typing_extensions is not a requirement).
+if TYPE_CHECKING:
+    T_co = typing_extensions.TypeVar("T_co", covariant=True, default=Any)
+else:
+    T_co = TypeVar("T_co", covariant=True)
 
-class DataLoader:
+
+class MapStyleDataset(Protocol[T_co]):
+    """A map-style dataset as DataLoader reads one: ``__getitem__`` by index (torch's
+    ``Dataset``); the loader also asks its ``len()``."""
+
+    def __getitem__(self, index: int, /) -> T_co: ...
+
+
+class DataLoader(Generic[T_co]):
     """A drop-in for ``torch.utils.data.DataLoader``: same arguments, same batches.
 
-    Arguments torch has keep torch's meaning where gpufeed has one; the others are accepted and
-    explained once in the log, or refused with a ValueError saying what to do instead. gpufeed's
-    own (keyword only): ``prefetch_depth`` (batches prepared ahead; default from
-    ``prefetch_factor``), ``accumulation_steps``, ``device`` ("cuda", "cuda:1", a torch.device,
-    or None for host memory), ``transforms`` (per-field GPU conversions: {"image": {"dtype":
-    "float32", "layout": "chw", "scale": 1/255, "mean": [...], "std": [...]}}), ``seed``,
-    ``on_error`` ("raise" or "skip"), ``rank`` / ``world_size`` (torchrun's environment by
-    default), ``autotune`` (let gpufeed choose workers and depth), ``output`` ("torch" or
-    "numpy"), ``held_batches_budget``, ``drop_last_step``, ``trace_events``, ``stall_warning``,
-    ``chunk_window`` (with shuffle: draw each stretch of the order from this many chunks of a
-    chunked HDF5 dataset, so that a chunk is decompressed once, not once per sample; 0: off;
-    docs/datasets-hdf5.md), ``worker_type`` ("auto": worker processes for a Python dataset on an
-    interpreter with a GIL, threads for gpufeed.datasets and on a free-threaded interpreter;
-    "process"; "thread").
+    Arguments torch has keep torch's meaning and its positional order where gpufeed has one;
+    the others are accepted and explained once in the log, or refused with a ValueError saying
+    what to do instead. gpufeed's own arguments are keyword only. ``DataLoader[T]`` works in
+    annotations, as torch's DataLoader is generic.
+
+    Args:
+        dataset: A map-style dataset (``__len__`` and ``__getitem__``; a change of its length
+            is followed between epochs), an ``IterableDataset`` (each worker process iterates
+            its own copy, sharded through ``get_worker_info()``), or a ``gpufeed.datasets`` one
+            (read in C++, no Python at all).
+        batch_size: Samples per batch. None: the samples one at a time, without a batch axis.
+        shuffle: Reshuffle every epoch; the order is a function of (``seed``, epoch, rank,
+            world size), the same for any worker count.
+        sampler: The indices of each epoch, drawn at its start (``DistributedSampler`` and its
+            ``set_epoch`` work); exclusive with ``shuffle``.
+        batch_sampler: The batches of indices of each epoch, drawn at its start; exclusive
+            with ``batch_size``, ``shuffle``, ``sampler`` and ``drop_last``.
+        num_workers: Worker processes for a Python dataset, worker threads for
+            ``gpufeed.datasets``; 0 (torch: load in the main process) is one worker thread.
+        collate_fn: None or torch's ``default_collate``: each sample is written straight into
+            its batch. Any other runs in the worker processes on each batch's samples, and its
+            output comes back as it made it.
+        pin_memory: Host batches are not pinned; pass ``device="cuda"`` instead (gpufeed then
+            copies each batch from page-locked memory itself).
+        drop_last: Drop the last batch of an epoch when it is short.
+        timeout: Seconds to wait for a batch, the first included (0: forever); a late batch
+            raises ``gpufeed.LoaderTimeoutError`` naming the late sample.
+        worker_init_fn: Called once in each worker, with its id, before its first read (not
+            for ``gpufeed.datasets``, whose workers run no Python).
+        multiprocessing_context: How worker processes start: ``"fork"``, ``"spawn"``,
+            ``"forkserver"`` or a multiprocessing context.
+        generator: Seeds the shuffle and the workers' base seed (default: torch's global
+            generator, so ``torch.manual_seed`` makes runs reproducible).
+        prefetch_factor: The ring holds ``prefetch_factor x max(1, num_workers) + 1`` batches
+            (default 2), unless ``prefetch_depth`` says otherwise.
+        persistent_workers: Accepted; gpufeed's workers always persist across epochs.
+        pin_memory_device: Accepted and ignored; use ``device``.
+        in_order: Accepted; batches always come in order.
+        prefetch_depth: The ring's slots (batches prepared ahead), or ``"auto"``; overrides
+            ``prefetch_factor``.
+        accumulation_steps: Micro-batches per optimizer step (gradient accumulation); each
+            batch's ``step_info`` says where it stands.
+        device: Where batches are delivered: None or ``"cpu"`` for host memory, ``"cuda"``
+            (``LOCAL_RANK``'s device, else 0), ``"cuda:N"``, N, or a ``torch.device``.
+        transforms: Per-field conversions on the GPU, by field name: ``{"image": {"dtype":
+            "float32", "layout": "chw", "scale": 1/255, "mean": [...], "std": [...]}}`` (or a
+            list of such dicts, each with its ``"field"``).
+        seed: The order's and the augmentations' seed (default: drawn from ``generator``, the
+            same on every rank).
+        on_error: ``"raise"``: a failing sample raises; ``"skip"``: it is left out, counted
+            and listed in ``stats()``.
+        rank: This process's rank (default: torch.distributed's process group, then torchrun's
+            environment).
+        world_size: The processes that share each epoch (default: as ``rank``).
+        autotune: Let gpufeed choose the workers and the ring's depth (docs/tuning.md).
+        output: ``"torch"`` (the default where torch imports) or ``"numpy"`` batches.
+        held_batches_budget: Bytes the ring may grow to while batches are held past the next
+            step (default: a quarter of the machine's memory; 0: never grows); also the budget
+            of a ``collate_fn``'s batches.
+        drop_last_step: Drop the last optimizer step of an epoch when it has fewer than
+            ``accumulation_steps`` micro-batches.
+        trace_events: Stage spans to keep for ``write_trace`` (0: none recorded).
+        stall_warning: Seconds a wait for a batch lasts before the log names the sample it
+            waits for.
+        chunk_window: With ``shuffle``, draw each stretch of the order from this many chunks
+            of a chunked HDF5 dataset, so that a chunk is decompressed once, not once per
+            sample (0: a plain shuffle; docs/datasets-hdf5.md).
+        worker_type: ``"auto"``: worker processes for a Python dataset on an interpreter with
+            a GIL, threads for ``gpufeed.datasets`` and on a free-threaded interpreter;
+            ``"process"``; ``"thread"``.
+
+    Raises:
+        ValueError: An argument is out of range or conflicts with another (torch's message
+            where torch checks the same); TypeError for a ``multiprocessing_context`` of
+            another type.
     """
 
-    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
-                 num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
-                 worker_init_fn=None, multiprocessing_context=None, generator=None, *,
-                 prefetch_factor=None, persistent_workers=False, pin_memory_device="",
-                 in_order=True, prefetch_depth=None, accumulation_steps=1, device=None,
-                 transforms=None, seed=None, on_error="raise", rank=None, world_size=None,
-                 autotune=False, output=None, held_batches_budget=None, drop_last_step=False,
-                 trace_events=0, stall_warning=30.0, chunk_window=0, worker_type="auto"):
+    dataset: MapStyleDataset[T_co] | Iterable[T_co] | _gpufeed.Dataset
+    # None with a batch_sampler, and with batch_size=None (samples one at a time).
+    batch_size: int | None
+    drop_last: bool
+    # The sampler given, or the loader's own ShardSampler when it makes the order.
+    sampler: Iterable[int] | None
+    # The batch sampler given, or the loader's own ShardBatchSampler when it makes the order.
+    batch_sampler: Iterable[Sequence[int]] | None
+    persistent_workers: bool
+    num_workers: int
+    timeout: float
+    generator: torch.Generator | None
+    # "process" or "thread": who reads the samples.
+    worker_type: Literal["process", "thread"]
+    # The order's seed (the same on every rank).
+    seed: int
+    # Where the batch last yielded stands in gradient accumulation.
+    step_info: StepInfo | None
+    # The C++ loader: None only while __init__ has not made it (close() and __del__ allow it).
+    _core: _gpufeed.Loader
+
+    def __init__(self, dataset: MapStyleDataset[T_co] | Iterable[T_co] | _gpufeed.Dataset,
+                 batch_size: int | None = 1, shuffle: bool | None = None,
+                 sampler: Iterable[int] | None = None,
+                 batch_sampler: Iterable[Sequence[int]] | None = None, num_workers: int = 0,
+                 collate_fn: Callable[[list[Any]], Any] | None = None, pin_memory: bool = False,
+                 drop_last: bool = False, timeout: float = 0,
+                 worker_init_fn: Callable[[int], object] | None = None,
+                 multiprocessing_context: str | multiprocessing.context.BaseContext | None = None,
+                 generator: torch.Generator | None = None, *,
+                 prefetch_factor: int | None = None, persistent_workers: bool = False,
+                 pin_memory_device: str = "", in_order: bool = True,
+                 prefetch_depth: int | Literal["auto"] | None = None,
+                 accumulation_steps: int = 1, device: str | int | torch.device | None = None,
+                 transforms: (Mapping[str, Mapping[str, Any]] | Sequence[Mapping[str, Any]]
+                              | None) = None,
+                 seed: int | None = None, on_error: Literal["raise", "skip"] = "raise",
+                 rank: int | None = None, world_size: int | None = None, autotune: bool = False,
+                 output: Literal["torch", "numpy"] | None = None,
+                 held_batches_budget: int | None = None, drop_last_step: bool = False,
+                 trace_events: int = 0, stall_warning: float = 30.0, chunk_window: int = 0,
+                 worker_type: Literal["auto", "process", "thread"] = "auto") -> None:
         # Kept to make the loader again for a map-style dataset whose length changes, or when
         # this process's share of the epoch does.
         arguments = {name: value for name, value in locals().items() if name != "self"}
         decided = self.__dict__.pop("_decided", None)  # (shard, seed, settled), when made again
-        self._core = None  # so that close() and __del__ work whatever fails below
+        self._core = None  # type: ignore[assignment]  # close() and __del__ work meanwhile
         self._workers = None
 
         # The arguments, checked before anything starts: the first that is wrong raises.
@@ -115,7 +233,7 @@ class DataLoader:
             collate_fn=collate_fn, worker_init_fn=worker_init_fn,
             multiprocessing_context=multiprocessing_context, generator=generator,
             drop_last=drop_last, held_batches_budget=held_batches_budget)
-        self._text_fields = set()
+        self._text_fields: set[int] = set()
         if self._structure is not None and not self._collate:
             self._note_text_fields()
 
@@ -164,15 +282,17 @@ class DataLoader:
         self._start_core(options)
 
         self._next_epoch = 0
-        self._unread_epoch = None  # an epoch started by iter() whose first batch is not read yet
-        self._resume = None
-        self._iterator = None
+        # An epoch started by iter() whose first batch is not read yet.
+        self._unread_epoch: int | None = None
+        self._resume: dict[str, Any] | None = None
+        self._iterator: weakref.ref[LoaderIterator] | None = None
         self.step_info = None
         # A map-style Python dataset's length the workers and the plan are made for.
-        self._made_length = len(dataset) if python_dataset and not self._iterable else None
+        self._made_length = (len(dataset)  # type: ignore[arg-type]  # map-style: sized
+                             if python_dataset and not self._iterable else None)
         # An iterable dataset's len(), once len(loader) has asked it: more batches than that
         # (each holds a sample at least) are warned of.
-        self._length_asked = None
+        self._length_asked: int | None = None
         self._yielded = 0
         self._arguments = arguments
         self._initialized = True
@@ -211,9 +331,6 @@ class DataLoader:
                              f"{type(self).__name__} is initialized")
         super().__setattr__(name, value)
 
-    # DataLoader[T] in type annotations, as torch's DataLoader is generic.
-    __class_getitem__ = classmethod(types.GenericAlias)
-
     def _note_text_fields(self):
         self._text_fields = text_fields(self._structure)
         if self._text_fields:
@@ -234,24 +351,25 @@ class DataLoader:
 
     # ---- the torch interface ----
 
-    def __len__(self):
+    def __len__(self) -> int:
         if self._iterable:  # as torch: from the dataset's own __len__, when it has one
-            n = self._length_asked = len(self.dataset)
-            if not self._unbatched:
+            # A dataset without __len__ raises TypeError, as torch's loader does.
+            n = self._length_asked = len(self.dataset)  # type: ignore[arg-type]
+            if self.batch_size is not None:  # None: unbatched, a batch_sampler cannot be given
                 n = n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
             return n
         if not self._in_epoch():
             self._follow_changes(agree=False)
         if self._given == "batch_sampler":
-            return len(self.batch_sampler)
+            return len(self.batch_sampler)  # type: ignore[arg-type]  # as torch: a sized one
         if self._given == "sampler":
-            n = len(self.sampler)
-            if self._unbatched:
+            n = len(self.sampler)  # type: ignore[arg-type]
+            if self.batch_size is None:  # unbatched
                 return n
             return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
         return self._core.batches_per_epoch
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         try:
             self._follow_changes(agree=True)
             if not self._epoch_still_unread():
@@ -268,7 +386,7 @@ class DataLoader:
         iterator._ended = False
         return iterator
 
-    def set_epoch(self, epoch):
+    def set_epoch(self, epoch: int) -> None:
         """Makes the next ``iter()`` start ``epoch`` (the shuffle and the augmentations depend
         on it; a DistributedSampler passed as sampler keeps its own set_epoch)."""
         epoch = int(epoch)
@@ -278,7 +396,7 @@ class DataLoader:
         self._unread_epoch = None
         self._next_epoch = epoch
 
-    def state_dict(self):
+    def state_dict(self) -> dict[str, Any]:
         """Where iteration stands: ``load_state_dict`` of it on a loader made with the same
         arguments resumes with the batch that would have come next (torchdata's
         StatefulDataLoader semantics)."""
@@ -291,14 +409,14 @@ class DataLoader:
             state["order_epoch"] = self._epoch
         return state
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resumes at ``state`` with the next ``iter()``."""
         if not isinstance(state, dict) or state.get("version") != 1:
             raise ValueError("load_state_dict: not a gpufeed DataLoader state")
         self._resume = state
         self._unread_epoch = None
 
-    def stats(self):
+    def stats(self) -> dict[str, Any]:
         """The loader's counters since it started (a dict; see docs/python.md)."""
         import json
 
@@ -306,12 +424,12 @@ class DataLoader:
         counters["skipped_indices"] = self._core.skipped_indices()
         return counters
 
-    def diagnose(self, gpu_percent=None):
+    def diagnose(self, gpu_percent: float | None = None) -> Diagnosis:
         """Where the bottleneck is, with the evidence and the fix (``gpu_percent``: the GPU's
         mean utilization over the run, if known)."""
         return Diagnosis(*self._core.diagnose(gpu_percent))
 
-    def describe(self):
+    def describe(self) -> str:
         """What the loader was made to do, as text (what it logs at ``info``, which
         ``gpufeed.set_log_level("info")`` shows): this process's share of each epoch and where
         it came from, the order's seed, the workers, and, once the first batch's layout is known,
@@ -330,26 +448,26 @@ class DataLoader:
                      "the ring and the epoch's plan: once the first sample has been read")
         return "\n".join(lines)
 
-    def write_trace(self, path):
+    def write_trace(self, path: str | os.PathLike[str]) -> None:
         """Writes the spans recorded (``trace_events``) for chrome://tracing or Perfetto."""
-        self._core.write_trace(str(path))
+        self._core.write_trace(os.fspath(path))
 
     def _explain(self, error):
         """Completes a WorkerError's account of how a worker process ended."""
         if self._workers is not None:
             self._workers.explain(error)
 
-    def close(self):
+    def close(self) -> None:
         """Stops the workers now (the loader is unusable afterwards; batches stay valid)."""
         if self._core is not None:
             self._core.close()
         if self._workers is not None:
             self._workers.close()
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # ---- epochs ----
