@@ -14,28 +14,12 @@ goes on with the batch that followed.
 """
 
 import argparse
-import json
-import os
-import time
 
 import torch
 from accelerate import Accelerator
+from points import Points, write_record
 
 import gpufeed
-
-
-class Points(torch.utils.data.Dataset):
-    """Sample i: eight features drawn from seed i, their sum as the target, and i itself."""
-
-    def __init__(self, n):
-        self.n = n
-
-    def __len__(self):
-        return self.n
-
-    def __getitem__(self, i):
-        x = torch.randn(8, generator=torch.Generator().manual_seed(i))
-        return x, x.sum(), i
 
 
 class Progress:
@@ -99,11 +83,8 @@ def main():
         if steps == args.stop_after:
             break
     if args.record:
-        os.makedirs(args.record, exist_ok=True)
-        rank = accelerator.process_index
-        with open(os.path.join(args.record, f"rank{rank}.json"), "w") as f:
-            json.dump({"rank": rank, "world_size": accelerator.num_processes,
-                       "seen": {"train": seen}, "finished_at": time.time()}, f)
+        write_record(args.record, accelerator.process_index, accelerator.num_processes,
+                     {"train": seen})
     accelerator.end_training()
 
 

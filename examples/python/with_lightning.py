@@ -13,29 +13,12 @@ Mid-epoch checkpoints resume at the batch that followed: Lightning saves the loa
 """
 
 import argparse
-import json
-import os
-import time
 
 import lightning as L
 import torch
+from points import Points, write_record
 
 import gpufeed
-
-
-class Points(torch.utils.data.Dataset):
-    """Sample i: eight features drawn from seed i, their sum as the target, and i itself, so
-    that a run can say which samples it read."""
-
-    def __init__(self, n):
-        self.n = n
-
-    def __len__(self):
-        return self.n
-
-    def __getitem__(self, i):
-        x = torch.randn(8, generator=torch.Generator().manual_seed(i))
-        return x, x.sum(), i
 
 
 class Regressor(L.LightningModule):
@@ -46,9 +29,9 @@ class Regressor(L.LightningModule):
         self.seen = {}  # stage: {epoch: [sample indices]}
 
     def loader(self, shuffle):
-        # Was: torch.utils.data.DataLoader(Points(...), batch_size=..., shuffle=..., num_workers=...)
-        # On a GPU, gpufeed copies each batch to this rank's device itself (Lightning's own
-        # transfer then has nothing to do).
+        # Was: torch.utils.data.DataLoader(Points(...), batch_size=..., shuffle=...,
+        # num_workers=...). On a GPU, gpufeed copies each batch to this rank's device itself
+        # (Lightning's own transfer then has nothing to do).
         return gpufeed.DataLoader(Points(self.samples), batch_size=self.batch_size,
                                   shuffle=shuffle, num_workers=self.workers,
                                   device=self.device if self.device.type == "cuda" else None)
@@ -133,10 +116,7 @@ def main():
         trainer.test(model, verbose=False)
         trainer.predict(model)
     if args.record:
-        os.makedirs(args.record, exist_ok=True)
-        with open(os.path.join(args.record, f"rank{trainer.global_rank}.json"), "w") as f:
-            json.dump({"rank": trainer.global_rank, "world_size": trainer.world_size,
-                       "seen": model.seen, "finished_at": time.time()}, f)
+        write_record(args.record, trainer.global_rank, trainer.world_size, model.seen)
 
 
 if __name__ == "__main__":

@@ -15,28 +15,12 @@ a warning that gpufeed does not read that part itself.
 """
 
 import argparse
-import json
-import os
-import time
 
 import torch
+from points import Points, write_record
 from transformers import Trainer, TrainerCallback, TrainingArguments
 
 import gpufeed
-
-
-class Points(torch.utils.data.Dataset):
-    """Sample i: a dict of eight features drawn from seed i, their sum as the label, and i."""
-
-    def __init__(self, n):
-        self.n = n
-
-    def __len__(self):
-        return self.n
-
-    def __getitem__(self, i):
-        x = torch.randn(8, generator=torch.Generator().manual_seed(i))
-        return {"x": x, "labels": x.sum(), "index": i}
 
 
 class Regressor(torch.nn.Module):
@@ -94,18 +78,15 @@ def main():
         num_train_epochs=args.epochs, dataloader_num_workers=args.workers, use_cpu=True,
         report_to="none", save_strategy="no", logging_strategy="no", disable_tqdm=True,
         learning_rate=0.01)
-    trainer = GpufeedTrainer(model=model, args=training, train_dataset=Points(args.samples),
+    trainer = GpufeedTrainer(model=model, args=training,
+                             train_dataset=Points(args.samples, as_dict=True),
                              callbacks=[Epochs(model, args.stop_after)])
     trainer.train(resume_from_checkpoint=args.resume)
     if args.record:
-        os.makedirs(args.record, exist_ok=True)
-        rank = training.process_index
         seen = {}
         for epoch, index in model.seen:
             seen.setdefault(epoch, []).append(index)
-        with open(os.path.join(args.record, f"rank{rank}.json"), "w") as f:
-            json.dump({"rank": rank, "world_size": training.world_size, "seen": {"train": seen},
-                       "finished_at": time.time()}, f)
+        write_record(args.record, training.process_index, training.world_size, {"train": seen})
 
 
 if __name__ == "__main__":

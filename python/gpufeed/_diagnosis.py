@@ -28,6 +28,10 @@ class Diagnosis(tuple[str, str]):
         """The evidence and the fix."""
         return self[1]
 
+    def __getnewargs__(self) -> tuple[str, str]:
+        # pickle and copy make a tuple subclass again with its items as __new__'s arguments.
+        return (self[0], self[1])
+
     def __repr__(self) -> str:
         return f"Diagnosis(kind={self.kind!r}, sentence={self.sentence!r})"
 

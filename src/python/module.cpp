@@ -1,6 +1,8 @@
-// gpufeed._gpufeed: the compiled part of the Python package. Every behaviour lives in the C++
-// library; this module only binds it (one file per bound part) and the package's Python files
-// (python/gpufeed/) give it torch's DataLoader interface.
+// gpufeed._gpufeed: the compiled part of the Python package. Each part of the C++ library is
+// bound in a file of its own (batch, datasets, loader, stats, the worker processes); this file
+// makes the module from them and adds the few functions of its own (the log, the shard rule,
+// the CUDA devices). The package's Python files (python/gpufeed/) give it torch's DataLoader
+// interface.
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>

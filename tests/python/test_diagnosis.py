@@ -119,3 +119,14 @@ def test_write_trace_before_the_first_batch_returns_at_once(tmp_path, worker_typ
     after = json.loads((tmp_path / "after.json").read_text())
     assert any(e["name"] == "consumer wait" for e in after["traceEvents"])
     loader.close()
+
+
+def test_a_diagnosis_pickles_and_copies():
+    """A Diagnosis goes into logs, checkpoints and other processes: pickle and copy keep it."""
+    import copy
+    import pickle
+
+    d = gpufeed.Diagnosis("input_bound", "add workers")
+    for twin in (pickle.loads(pickle.dumps(d)), copy.copy(d), copy.deepcopy(d)):
+        assert twin == d and type(twin) is gpufeed.Diagnosis
+        assert (twin.kind, twin.sentence) == ("input_bound", "add workers")

@@ -290,12 +290,6 @@ TEST(torch_loader_test, UseOnRefusesAStreamOfAnotherDevice) {
   ASSERT_TRUE(b.has_value());
   EXPECT_THROW(b->use_on(c10::cuda::getStreamFromPool(false, 1)), gpufeed::logic_error);
 }
-#else
-TEST(torch_loader_test, CudaStreamsAreOwedOnAGpu) {
-  GTEST_SKIP() << "gpufeed::torch is built without CUDA here: ReleaseWaitsForEveryDeclaredStream, "
-                  "UseOnTakesTheDeviceFromTheBatchNotItsTensors and "
-                  "UseOnRefusesAStreamOfAnotherDevice run where libtorch has CUDA and a GPU";
-}
 #endif
 
 TEST(torch_loader_test, TheSlotIsLeasedUntilTheLastViewOfItsTensorsGoes) {

@@ -42,7 +42,6 @@ void bind_workers(py::module_& m) {
                                if (s.empty()) return py::none();
                                return py::bytes(s);
                              })
-      .def_property_readonly("text_fields", &process_dataset::text_fields)
       .def_property_readonly("texts_kept", &process_dataset::texts_kept)
       .def(
           "texts",

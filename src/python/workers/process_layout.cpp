@@ -23,15 +23,6 @@ std::string process_dataset::structure() const {
   return layout_ ? layout_->structure : std::string{};
 }
 
-std::vector<bool> process_dataset::text_fields() const {
-  std::lock_guard const lock{layout_mutex_};
-  std::vector<bool> out;
-  if (layout_) {
-    for (auto const kind : layout_->kinds) out.push_back(kind != sample_tree::leaf_kind::array);
-  }
-  return out;
-}
-
 std::size_t process_dataset::texts_kept() const {
   std::lock_guard const lock{layout_mutex_};
   std::size_t n = 0;
