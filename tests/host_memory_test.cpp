@@ -1,5 +1,5 @@
-// loader_options::host_memory: a ring whose host memory comes from a source of the caller's
-// (memory that worker processes share): every slot, the ones held batches add included, lies in
+// A ring whose host memory comes from the dataset's source (detail::adapted_dataset::host_memory:
+// memory that worker processes share): every slot, the ones held batches add included, lies in
 // memory the source gave, each asked for once, and the source lives as long as any batch.
 
 #include <gtest/gtest.h>
@@ -13,13 +13,14 @@
 #include <vector>
 
 #include "gpufeed/gpufeed.hpp"
+#include "support/sourced_dataset.hpp"
 #include "support/test_datasets.hpp"
 
 namespace gpufeed {
 namespace {
 
 // Hands out page-aligned blocks and remembers them.
-class recording_source final : public host_memory_source {
+class recording_source final : public detail::host_memory_source {
  public:
   ~recording_source() override {
     for (auto const& b : blocks_) ::operator delete (b.data, std::align_val_t{4096});
@@ -56,9 +57,10 @@ class recording_source final : public host_memory_source {
 };
 
 TEST(HostMemory, EverySlotComesFromTheSourceOnce) {
-  auto data = std::make_shared<test::echo_dataset>(100);
   auto source = std::make_shared<recording_source>();
-  loader l{data, {.batch_size = 4, .workers = 2, .prefetch_depth = 3, .host_memory = source}};
+  auto data =
+      std::make_shared<test::sourced_dataset>(std::make_shared<test::echo_dataset>(100), source);
+  loader l{data, {.batch_size = 4, .workers = 2, .prefetch_depth = 3}};
   EXPECT_EQ(source->blocks().size(), 3U);
   std::vector<batch> held;  // keep every batch alive: the ring grows, from the source too
   while (auto b = l.next()) {
@@ -77,12 +79,13 @@ TEST(HostMemory, EverySlotComesFromTheSourceOnce) {
 }
 
 TEST(HostMemory, TheSourceOutlivesTheLoaderWhileABatchLives) {
-  auto data = std::make_shared<test::echo_dataset>(20);
   std::optional<batch> kept;
   {
     auto source = std::make_shared<recording_source>();
     recording_source::alive_ = true;
-    loader l{data, {.batch_size = 4, .workers = 1, .host_memory = std::move(source)}};
+    loader l{std::make_shared<test::sourced_dataset>(std::make_shared<test::echo_dataset>(20),
+                                                     std::move(source)),
+             {.batch_size = 4, .workers = 1}};
     kept = l.next();
   }
   ASSERT_TRUE(kept);

@@ -5,6 +5,7 @@
 /// @code
 /// gpufeed::loader_options opts{.batch_size = 256, .workers = 8, .prefetch_depth = 4,
 ///                              .accumulation_steps = 4, .shuffle = true, .seed = 42};
+/// @endcode
 ///
 /// Let the loader choose the worker count and the prefetch depth (see docs/tuning.md,
 /// "Autotuning"):
@@ -94,21 +95,6 @@ struct autotune_options {
   std::size_t window_batches = 16;
 };
 
-/// @brief Where a ring's host memory comes from when it cannot be the loader's own: memory that
-/// other processes map too (worker processes writing samples straight into their batches).
-///
-/// The loader asks for each slot's memory once (at construction, and when held batches grow
-/// the ring) and keeps the source alive as long as any batch. On the CUDA path with pinned
-/// staging the loader page-locks what it is given (`cudaHostRegister`) instead of allocating.
-class host_memory_source {
- public:
-  virtual ~host_memory_source() = default;
-  /// @brief `bytes` bytes for slot `id`, page-aligned, valid for the source's life; never the
-  /// same memory for two ids. Called by one thread at a time.
-  /// @throws out_of_memory saying what did not fit.
-  [[nodiscard]] virtual std::byte* slot_memory(std::size_t id, std::size_t bytes) = 0;
-};
-
 /// @brief Loader settings. Every field is validated at construction.
 struct loader_options {
   /// Samples per batch; respected exactly as given, never changed (see `suggest_*` helpers).
@@ -187,11 +173,6 @@ struct loader_options {
   std::optional<std::size_t> pinned_budget{};
   /// Conversions run on the GPU after the copy, at most one per field.
   std::vector<field_transform> transforms{};
-
-  // ---- advanced ----
-  /// Where the ring's host memory comes from; null (the default): the loader allocates it
-  /// (page-locked on the CUDA path with pinned staging).
-  std::shared_ptr<host_memory_source> host_memory{};
 };
 
 /// @brief `options` with rank, world size and (for placement::cuda) the device filled in where

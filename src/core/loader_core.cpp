@@ -16,12 +16,19 @@ namespace gpufeed::detail {
 namespace {
 std::unique_ptr<device_stage> stage_for(slot_layout const& layout, ring_plan const& sizes,
                                         loader_options const& options,
+                                        std::shared_ptr<host_memory_source> const& host_memory,
                                         stage_factory const& make_stage) {
   if (options.target != placement::cuda) {
     return nullptr;
   }
-  return make_stage ? make_stage(layout, sizes.tuning.slots, sizes.max_slots, options)
-                    : make_cuda_stage(layout, sizes.tuning.slots, sizes.max_slots, options);
+  return make_stage
+             ? make_stage(layout, sizes.tuning.slots, sizes.max_slots, options)
+             : make_cuda_stage(layout, sizes.tuning.slots, sizes.max_slots, options, host_memory);
+}
+
+std::shared_ptr<host_memory_source> host_memory_of(dataset const& data) {
+  auto const* a = adapted(data);
+  return a != nullptr ? a->host_memory() : nullptr;
 }
 
 std::vector<std::unique_ptr<slot>> make_slots(std::size_t count, slot_layout const& layout,
@@ -44,16 +51,17 @@ loader_core::loader_core(std::shared_ptr<dataset const> data, loader_options opt
                          sample_spec spec, std::vector<staged_read> staged,
                          stage_factory const& make_stage)
     : data_{std::move(data)},
+      host_memory_{host_memory_of(*data_)},
       options_{std::move(options)},
       layout_{std::move(spec), options_.batch_size},
       sizes_{plan_ring(layout_, options_)},
       epochs_{data_->size(), options_.chunk_window > 0 ? data_->storage_chunk() : 0, options_},
       metrics_{sizes_.tuning.threads, options_.trace_events, options_.max_listed_skips},
-      device_{stage_for(layout_, sizes_, options_, make_stage)},
-      ring_{epochs_, make_slots(sizes_.tuning.slots, layout_, device_, options_.host_memory.get()),
+      device_{stage_for(layout_, sizes_, options_, host_memory_, make_stage)},
+      ring_{epochs_, make_slots(sizes_.tuning.slots, layout_, device_, host_memory_.get()),
             sizes_.max_slots, sizes_.tuning.start_depth,
             adapted(*data_) != nullptr && adapted(*data_)->reads_whole_batches()},
-      held_{layout_, sizes_.footprint, options_.host_memory.get()},
+      held_{layout_, sizes_.footprint, host_memory_.get()},
       staged_{std::move(staged)},
       pool_{mutex_, sizes_.tuning.threads, sizes_.tuning.start_workers},
       consumer_{mutex_, ring_, epochs_, metrics_, pool_, options_},

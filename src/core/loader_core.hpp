@@ -45,6 +45,7 @@
 #include "core/workers/staged_reads.hpp"
 #include "core/workers/worker_pool.hpp"
 #include "gpufeed/dataset.hpp"
+#include "gpufeed/detail/adapted_dataset.hpp"
 #include "gpufeed/detail/slot_layout.hpp"
 #include "gpufeed/loader.hpp"
 #include "gpufeed/options.hpp"
@@ -149,6 +150,7 @@ class loader_core final : public lease_owner,
   // Member order is construction order: the memory is checked (ring_) before the stage and the
   // slots are allocated, and the workers (pool_) stop before anything they use goes.
   std::shared_ptr<dataset const> data_;
+  std::shared_ptr<host_memory_source> host_memory_;  // the dataset's, or null: the loader's own
   loader_options options_;
   slot_layout layout_;
   ring_plan sizes_;  // checked against the machine's memory: throws before any allocation

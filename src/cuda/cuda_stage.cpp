@@ -50,14 +50,14 @@ class cuda_stage final : public device_stage {
  public:
   // Expects `device` to be current (make_cuda_stage holds a guard around the construction).
   cuda_stage(int device, slot_layout const& host, std::size_t slots, std::size_t max_slots,
-             loader_options const& o)
+             loader_options const& o, std::shared_ptr<host_memory_source> host_memory)
       : device_{device},
         host_{host},
         layout_{host, o.transforms},
         staging_{o.staging},
         budget_{pinned_budget(o)},
         budget_named_{o.pinned_budget.has_value()},
-        host_memory_{o.host_memory},
+        host_memory_{std::move(host_memory)},
         capacity_{std::max(slots, max_slots)},
         parts_{std::make_unique<std::unique_ptr<slot_part>[]>(capacity_)} {
     check_budget(slots, host.slot_bytes());
@@ -246,7 +246,7 @@ class cuda_stage final : public device_stage {
 
  private:
   struct slot_part {
-    /// `external`: host memory from loader_options::host_memory (page-locked here with pinned
+    /// `external`: host memory from the dataset's host_memory_source (page-locked here with pinned
     /// staging), or null for the part's own.
     slot_part(std::size_t host_bytes, std::size_t device_bytes, staging_memory staging,
               std::byte* external)
@@ -412,7 +412,7 @@ class cuda_stage final : public device_stage {
   staging_memory staging_;
   std::optional<std::size_t> budget_;  // pinned bytes allowed; empty for pageable staging
   bool budget_named_;                  // loader_options::pinned_budget set (for the message)
-  std::shared_ptr<host_memory_source> host_memory_;  // loader_options::host_memory, or null
+  std::shared_ptr<host_memory_source> host_memory_;  // the dataset's (adapted_dataset), or null
   unsigned max_blocks_ = 1024;
   cuda::cuda_stream copy_;
   cuda::device_buffer constants_;
@@ -434,14 +434,15 @@ class cuda_stage final : public device_stage {
 }  // namespace
 
 std::unique_ptr<device_stage> make_cuda_stage(slot_layout const& host, std::size_t slots,
-                                              std::size_t max_slots,
-                                              loader_options const& options) {
+                                              std::size_t max_slots, loader_options const& options,
+                                              std::shared_ptr<host_memory_source> host_memory) {
   auto const device = checked_device(options);
   // Loaders destroyed before this one may still be freeing on the teardown thread: their memory
   // comes back first, so that loaders made one after another never hold two rings at once.
   wait_for_teardowns();
   cuda::device_guard const guard{device};  // the stream, events and memory go on `device`
-  return std::make_unique<cuda_stage>(device, host, slots, max_slots, options);
+  return std::make_unique<cuda_stage>(device, host, slots, max_slots, options,
+                                      std::move(host_memory));
 }
 
 }  // namespace gpufeed::detail

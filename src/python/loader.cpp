@@ -39,9 +39,6 @@ class py_loader final : public closes_at_exit {
   py_loader(std::shared_ptr<dataset const> data, py::dict const& kwargs)
       : python_data_{std::dynamic_pointer_cast<python_dataset const>(data)} {
     auto options = options_from(kwargs);
-    if (auto const processes = std::dynamic_pointer_cast<workers::process_dataset const>(data)) {
-      options.host_memory = processes->arena();  // the worker processes write into it
-    }
     bool const options_workers_were_auto = options.workers == auto_workers;
     if (python_data_ && !options_workers_were_auto) {  // before the first read
       const_cast<python_dataset*>(python_data_.get())->set_workers(options.workers);

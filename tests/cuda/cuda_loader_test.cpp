@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/sourced_dataset.hpp"
 #include "../support/test_datasets.hpp"
 #include "cuda_loader_fixture.hpp"
 #include "gpufeed/cuda/buffer.hpp"
@@ -62,7 +63,7 @@ TEST_F(CudaLoader, DeviceContentEqualsDatasetForRandomShapes) {
 // Host memory from a source (shared with worker processes in the Python package): page-locked
 // with cudaHostRegister, copied like the loader's own, for the slots held batches add too.
 TEST_F(CudaLoader, HostMemoryFromASourceIsPageLockedAndCopied) {
-  class aligned_source final : public host_memory_source {
+  class aligned_source final : public detail::host_memory_source {
    public:
     ~aligned_source() override {
       for (auto* p : blocks_) ::operator delete (p, std::align_val_t{4096});
@@ -76,9 +77,7 @@ TEST_F(CudaLoader, HostMemoryFromASourceIsPageLockedAndCopied) {
   auto data = std::make_shared<synthetic>(
       120, sample_spec{}.add("x", dtype::u8, {33, 5}).add("y", dtype::i64, {}));
   auto source = std::make_shared<aligned_source>();
-  auto options = cuda_options(8);
-  options.host_memory = source;
-  loader feed{data, options};
+  loader feed{std::make_shared<test::sourced_dataset>(data, source), cuda_options(8)};
   std::vector<batch> held;  // every batch alive: the ring grows from the source
   while (auto b = feed.next()) {
     ASSERT_EQ(to_host(b->field(0)), expected_field(*data, *b, 0));

@@ -36,6 +36,21 @@ class staged_sample {
   virtual void write(sample_view out) = 0;
 };
 
+/// Where a ring's host memory comes from when it cannot be the loader's own: memory that other
+/// processes map too (worker processes writing samples straight into their batches).
+///
+/// The loader asks for each slot's memory once (at construction, and when held batches grow
+/// the ring) and keeps the source alive as long as any batch. On the CUDA path with pinned
+/// staging the loader page-locks what it is given (`cudaHostRegister`) instead of allocating.
+class host_memory_source {
+ public:
+  virtual ~host_memory_source() = default;
+  /// `bytes` bytes for slot `id`, page-aligned, valid for the source's life; never the same
+  /// memory for two ids. Called by one thread at a time.
+  /// @throws out_of_memory saying what did not fit.
+  [[nodiscard]] virtual std::byte* slot_memory(std::size_t id, std::size_t bytes) = 0;
+};
+
 /// A dataset that an adapter of gpufeed's makes: the engine asks it how it reads.
 class adapted_dataset : public dataset {
  public:
@@ -68,6 +83,9 @@ class adapted_dataset : public dataset {
   /// The loader chose `first`'s layout (`first.spec()`): called once, before any `read` or
   /// staged `write`, so that the dataset can adopt what else it learned from that sample.
   virtual void layout_chosen(staged_sample const& first) const;
+
+  /// Where the ring's host memory comes from; null (the default): the loader allocates it.
+  [[nodiscard]] virtual std::shared_ptr<host_memory_source> host_memory() const { return {}; }
 };
 
 /// `data` as an adapted dataset, or null for a plain one (read sample by sample, its layout

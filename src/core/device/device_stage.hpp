@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "core/device/device_layout.hpp"
+#include "gpufeed/detail/adapted_dataset.hpp"
 #include "gpufeed/detail/slot_layout.hpp"
 #include "gpufeed/options.hpp"
 #include "gpufeed/stats.hpp"
@@ -55,12 +56,12 @@ class device_stage {
   virtual void add_to(stats& out) const = 0;
 };
 
-/// The CUDA stage for `slots` slots of `host`'s layout, which may grow to `max_slots`.
+/// The CUDA stage for `slots` slots of `host`'s layout, which may grow to `max_slots`; their
+/// host memory comes from `host_memory` when it is not null (page-locked there).
 /// @throws logic_error when gpufeed was built without CUDA or the device does not exist;
 /// out_of_memory (with the budget arithmetic) when the ring does not fit.
-[[nodiscard]] std::unique_ptr<device_stage> make_cuda_stage(slot_layout const& host,
-                                                            std::size_t slots,
-                                                            std::size_t max_slots,
-                                                            loader_options const& options);
+[[nodiscard]] std::unique_ptr<device_stage> make_cuda_stage(
+    slot_layout const& host, std::size_t slots, std::size_t max_slots,
+    loader_options const& options, std::shared_ptr<host_memory_source> host_memory);
 
 }  // namespace gpufeed::detail

@@ -9,6 +9,7 @@
 
 #include "core/device/device_path.hpp"
 #include "core/ring/ring.hpp"
+#include "gpufeed/detail/adapted_dataset.hpp"
 #include "gpufeed/detail/slot_layout.hpp"
 #include "gpufeed/error.hpp"
 

@@ -12,6 +12,7 @@
 #include "core/host_resources.hpp"
 #include "core/ring/slot.hpp"
 #include "core/tuning/autotuner.hpp"
+#include "gpufeed/detail/adapted_dataset.hpp"
 #include "gpufeed/detail/slot_layout.hpp"
 #include "gpufeed/options.hpp"
 

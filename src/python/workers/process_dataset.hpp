@@ -100,6 +100,10 @@ class process_dataset final : public detail::adapted_dataset {
   void release_workers() noexcept;
 
   [[nodiscard]] std::shared_ptr<shared_arena> const& arena() const noexcept { return arena_; }
+  /// The ring's memory is the arena the worker processes write into.
+  [[nodiscard]] std::shared_ptr<detail::host_memory_source> host_memory() const override {
+    return arena_;
+  }
 
   /// Where the collated batch held by slot memory `slot` lies: the arena block's memory and the
   /// bytes the output takes. @throws std::out_of_range for a slot no batch was collated into.
@@ -125,8 +129,6 @@ class process_dataset final : public detail::adapted_dataset {
 
   /// The sample's structure as pickled by the worker that gave the layout; empty before.
   [[nodiscard]] std::string structure() const;
-  /// Which fields hold text (their batch field holds ids).
-  [[nodiscard]] std::vector<bool> text_fields() const;
   /// The str or bytes values of text field `field` of `b`, one per sample (GIL held).
   [[nodiscard]] py::list texts(batch const& b, std::size_t field) const;
   /// Distinct text values kept so far, over all text fields.
@@ -147,8 +149,9 @@ class process_dataset final : public detail::adapted_dataset {
                         std::atomic<bool> const* stop) const;
   /// Sends the loader's layout to `w` once, before its first read or write.
   void send_layout(link& w, std::atomic<bool> const* stop) const;
-  /// The records of a read or write reply for the samples `outs` (text ids written, failures
-  /// kept in `failures`). Returns the fatal error's, or nothing.
+  /// Takes the records of a read or write reply for the samples `outs`, from byte `from` of the
+  /// reply: each text value's id written into its sample, each failure kept in `failures`.
+  /// @throws std::runtime_error when the reply is malformed.
   void take_records(link& w, std::span<sample_view const> outs, std::span<std::size_t const> ids,
                     std::span<std::exception_ptr> failures, std::size_t from = 0) const;
   [[noreturn]] void throw_fatal(link& w) const;

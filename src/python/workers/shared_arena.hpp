@@ -7,13 +7,14 @@
 #include <cstdint>
 #include <mutex>
 
+#include "gpufeed/detail/adapted_dataset.hpp"
 #include "gpufeed/options.hpp"
 #include "shared_memory.hpp"
 
 namespace gpufeed::python::workers {
 
 /// The ring's host memory, in an anonymous file the worker processes map too.
-class shared_arena final : public host_memory_source {
+class shared_arena final : public detail::host_memory_source {
  public:
   /// Reserves `reserve` bytes of address space (the most the ring may ever take).
   explicit shared_arena(std::size_t reserve);
