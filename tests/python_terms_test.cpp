@@ -1,7 +1,7 @@
 // The C++ core's messages as a Python user reads them: the DataLoader's argument names and
 // Python values instead of loader_options::, placement::, staging_memory::, stats:: and
 // gpufeed::auto_depth, and no precondition's source location.
-#include "python/python_terms.hpp"
+#include "python/bindings/python_terms.hpp"
 
 #include <gtest/gtest.h>
 

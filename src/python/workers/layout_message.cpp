@@ -1,4 +1,4 @@
-#include "layout_message.hpp"
+#include "python/workers/layout_message.hpp"
 
 #include <cstdint>
 #include <stdexcept>

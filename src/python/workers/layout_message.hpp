@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "../sample_tree.hpp"
 #include "gpufeed/sample_spec.hpp"
-#include "mailbox.hpp"
+#include "python/samples/sample_tree.hpp"
+#include "python/workers/mailbox.hpp"
 
 namespace gpufeed::python::workers {
 

@@ -1,4 +1,4 @@
-#include "mailbox.hpp"
+#include "python/workers/mailbox.hpp"
 
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstdint>
 
-#include "shared_memory.hpp"
+#include "python/workers/shared_memory.hpp"
 
 namespace gpufeed::python::workers {
 

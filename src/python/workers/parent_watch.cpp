@@ -1,4 +1,4 @@
-#include "parent_watch.hpp"
+#include "python/workers/parent_watch.hpp"
 
 #include <signal.h>
 #include <unistd.h>
@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <exception>
 
-#include "mailbox.hpp"
+#include "python/workers/mailbox.hpp"
 
 namespace gpufeed::python::workers {
 

@@ -6,7 +6,7 @@
 
 #include <thread>
 
-#include "shared_memory.hpp"
+#include "python/workers/shared_memory.hpp"
 
 namespace gpufeed::python::workers {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "gpufeed/error.hpp"
-#include "process_link.hpp"
+#include "python/workers/process_link.hpp"
 
 namespace gpufeed::python::workers {
 

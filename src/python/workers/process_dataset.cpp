@@ -1,4 +1,4 @@
-#include "process_dataset.hpp"
+#include "python/workers/process_dataset.hpp"
 
 #include <signal.h>
 #include <string.h>
@@ -14,11 +14,11 @@
 #include <string>
 #include <utility>
 
-#include "../gil.hpp"
-#include "../text_table.hpp"
 #include "core/host_resources.hpp"
-#include "process_link.hpp"
-#include "text_values.hpp"
+#include "python/samples/text_table.hpp"
+#include "python/threads/gil.hpp"
+#include "python/workers/process_link.hpp"
+#include "python/workers/text_values.hpp"
 
 namespace gpufeed::python::workers {
 

@@ -27,10 +27,10 @@
 #include "gpufeed/detail/adapted_dataset.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/options.hpp"
-#include "layout_message.hpp"
-#include "mailbox.hpp"
-#include "shared_arena.hpp"
-#include "shared_memory.hpp"
+#include "python/workers/layout_message.hpp"
+#include "python/workers/mailbox.hpp"
+#include "python/workers/shared_arena.hpp"
+#include "python/workers/shared_memory.hpp"
 
 namespace gpufeed::python::workers {
 

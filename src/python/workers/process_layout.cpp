@@ -3,8 +3,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "process_dataset.hpp"
-#include "text_values.hpp"
+#include "python/workers/process_dataset.hpp"
+#include "python/workers/text_values.hpp"
 
 namespace gpufeed::python::workers {
 

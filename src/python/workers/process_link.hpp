@@ -11,9 +11,9 @@
 #include <span>
 #include <string>
 
-#include "mailbox.hpp"
-#include "process_dataset.hpp"
-#include "shared_memory.hpp"
+#include "python/workers/mailbox.hpp"
+#include "python/workers/process_dataset.hpp"
+#include "python/workers/shared_memory.hpp"
 
 namespace gpufeed::python::workers {
 

@@ -1,4 +1,4 @@
-#include "shared_arena.hpp"
+#include "python/workers/shared_arena.hpp"
 
 #include <algorithm>
 #include <stdexcept>

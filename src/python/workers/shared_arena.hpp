@@ -9,7 +9,7 @@
 
 #include "gpufeed/detail/adapted_dataset.hpp"
 #include "gpufeed/options.hpp"
-#include "shared_memory.hpp"
+#include "python/workers/shared_memory.hpp"
 
 namespace gpufeed::python::workers {
 

@@ -1,4 +1,4 @@
-#include "shared_memory.hpp"
+#include "python/workers/shared_memory.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -1,9 +1,9 @@
-#include "text_values.hpp"
+#include "python/workers/text_values.hpp"
 
 #include <stdexcept>
 
-#include "../gil.hpp"
-#include "../text_table.hpp"
+#include "python/samples/text_table.hpp"
+#include "python/threads/gil.hpp"
 
 namespace gpufeed::python::workers {
 

@@ -1,4 +1,4 @@
-#include "worker_loop.hpp"
+#include "python/workers/worker_loop.hpp"
 
 #include <signal.h>
 #include <unistd.h>
@@ -14,14 +14,14 @@
 #include <utility>
 #include <vector>
 
-#include "../python_error.hpp"
-#include "../sample_leaf.hpp"
-#include "../sample_tree.hpp"
-#include "../text_table.hpp"
-#include "layout_message.hpp"
-#include "mailbox.hpp"
-#include "parent_watch.hpp"
-#include "shared_memory.hpp"
+#include "python/bindings/python_error.hpp"
+#include "python/samples/sample_leaf.hpp"
+#include "python/samples/sample_tree.hpp"
+#include "python/samples/text_table.hpp"
+#include "python/workers/layout_message.hpp"
+#include "python/workers/mailbox.hpp"
+#include "python/workers/parent_watch.hpp"
+#include "python/workers/shared_memory.hpp"
 
 namespace gpufeed::python::workers {
 

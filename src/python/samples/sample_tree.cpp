@@ -1,9 +1,9 @@
-#include "sample_tree.hpp"
+#include "python/samples/sample_tree.hpp"
 
 #include <stdexcept>
 
-#include "sample_leaf.hpp"
-#include "text_table.hpp"
+#include "python/samples/sample_leaf.hpp"
+#include "python/samples/text_table.hpp"
 
 namespace gpufeed::python {
 

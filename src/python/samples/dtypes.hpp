@@ -6,8 +6,8 @@
 #include <optional>
 #include <string_view>
 
-#include "dlpack_abi.hpp"
 #include "gpufeed/dtype.hpp"
+#include "python/bindings/dlpack_abi.hpp"
 
 namespace gpufeed::python {
 

@@ -10,9 +10,9 @@
 #include <optional>
 #include <string>
 
-#include "dlpack_abi.hpp"
 #include "gpufeed/dtype.hpp"
 #include "gpufeed/sample_spec.hpp"
+#include "python/bindings/dlpack_abi.hpp"
 
 namespace gpufeed::python {
 

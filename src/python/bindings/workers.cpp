@@ -1,4 +1,4 @@
-#include "bindings.hpp"
+#include "python/bindings/workers.hpp"
 
 #include <pybind11/stl.h>
 
@@ -6,9 +6,9 @@
 #include <memory>
 #include <string>
 
-#include "../batch.hpp"
-#include "process_dataset.hpp"
-#include "worker_loop.hpp"
+#include "python/bindings/batch.hpp"
+#include "python/workers/process_dataset.hpp"
+#include "python/workers/worker_loop.hpp"
 
 namespace gpufeed::python {
 

@@ -1,4 +1,4 @@
-#include "dtypes.hpp"
+#include "python/samples/dtypes.hpp"
 
 #include <array>
 

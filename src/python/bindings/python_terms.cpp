@@ -1,4 +1,4 @@
-#include "python_terms.hpp"
+#include "python/bindings/python_terms.hpp"
 
 #include <array>
 #include <cctype>

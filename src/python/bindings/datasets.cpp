@@ -1,4 +1,4 @@
-#include "datasets.hpp"
+#include "python/bindings/datasets.hpp"
 
 #include <pybind11/stl.h>
 
@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "batch.hpp"
-#include "dtypes.hpp"
-#include "gil.hpp"
 #include "gpufeed/datasets/in_memory.hpp"
 #include "gpufeed/datasets/synthetic.hpp"
-#include "python_dataset.hpp"
+#include "python/bindings/batch.hpp"
+#include "python/samples/dtypes.hpp"
+#include "python/threads/gil.hpp"
+#include "python/threads/python_dataset.hpp"
 #if GPUFEED_WITH_HDF5
 #include "gpufeed/datasets/hdf5.hpp"
 #endif

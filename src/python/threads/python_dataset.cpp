@@ -1,4 +1,4 @@
-#include "python_dataset.hpp"
+#include "python/threads/python_dataset.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -7,10 +7,10 @@
 #include <stdexcept>
 #include <vector>
 
-#include "gil.hpp"
 #include "gpufeed/sample_view.hpp"
-#include "python_error.hpp"
-#include "sample_leaf.hpp"
+#include "python/bindings/python_error.hpp"
+#include "python/samples/sample_leaf.hpp"
+#include "python/threads/gil.hpp"
 
 namespace gpufeed::python {
 

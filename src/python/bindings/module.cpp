@@ -9,21 +9,21 @@
 
 #include <optional>
 
-#include "batch.hpp"
-#include "datasets.hpp"
-#include "errors.hpp"
 #include "gpufeed/log.hpp"
 #include "gpufeed/options.hpp"
+#include "python/bindings/batch.hpp"
+#include "python/bindings/datasets.hpp"
+#include "python/bindings/errors.hpp"
 #if GPUFEED_WITH_CUDA
 #include "gpufeed/cuda/device.hpp"
 #endif
 
 #include <spdlog/spdlog.h>
 #include "gpufeed/version.hpp"
-#include "loader.hpp"
-#include "log_terms.hpp"
-#include "stats.hpp"
-#include "workers/bindings.hpp"
+#include "python/bindings/loader.hpp"
+#include "python/bindings/log_terms.hpp"
+#include "python/bindings/stats.hpp"
+#include "python/bindings/workers.hpp"
 
 PYBIND11_MODULE(_gpufeed, m) {
   namespace py = pybind11;

@@ -1,6 +1,6 @@
-#include "python_error.hpp"
+#include "python/bindings/python_error.hpp"
 
-#include "gil.hpp"
+#include "python/threads/gil.hpp"
 
 namespace gpufeed::python {
 

@@ -1,4 +1,4 @@
-#include "loader.hpp"
+#include "python/bindings/loader.hpp"
 
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
@@ -15,17 +15,17 @@
 #include <thread>
 #include <vector>
 
-#include "batch.hpp"
-#include "gil_diagnosis.hpp"
 #include "gpufeed/diagnosis.hpp"
 #include "gpufeed/loader.hpp"
 #include "gpufeed/stats_json.hpp"
-#include "interpreter_exit.hpp"
-#include "options.hpp"
-#include "owner_process.hpp"
-#include "python_dataset.hpp"
-#include "python_terms.hpp"
-#include "workers/process_dataset.hpp"
+#include "python/bindings/batch.hpp"
+#include "python/bindings/interpreter_exit.hpp"
+#include "python/bindings/options.hpp"
+#include "python/bindings/owner_process.hpp"
+#include "python/bindings/python_terms.hpp"
+#include "python/threads/gil_diagnosis.hpp"
+#include "python/threads/python_dataset.hpp"
+#include "python/workers/process_dataset.hpp"
 
 namespace gpufeed::python {
 

@@ -1,10 +1,10 @@
-#include "sample_leaf.hpp"
+#include "python/samples/sample_leaf.hpp"
 
 #include <cstring>
 #include <stdexcept>
 
-#include "dtypes.hpp"
-#include "python_error.hpp"
+#include "python/bindings/python_error.hpp"
+#include "python/samples/dtypes.hpp"
 
 namespace gpufeed::python {
 

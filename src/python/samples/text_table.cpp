@@ -1,4 +1,4 @@
-#include "text_table.hpp"
+#include "python/samples/text_table.hpp"
 
 #include <stdexcept>
 

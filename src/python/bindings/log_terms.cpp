@@ -1,4 +1,4 @@
-#include "log_terms.hpp"
+#include "python/bindings/log_terms.hpp"
 
 #include <spdlog/details/log_msg.h>
 #include <spdlog/sinks/sink.h>
@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "gpufeed/log.hpp"
-#include "python_terms.hpp"
+#include "python/bindings/python_terms.hpp"
 
 namespace gpufeed::python {
 

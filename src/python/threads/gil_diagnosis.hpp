@@ -9,7 +9,7 @@
 
 #include "gpufeed/diagnosis.hpp"
 #include "gpufeed/stats.hpp"
-#include "python_dataset.hpp"
+#include "python/threads/python_dataset.hpp"
 
 namespace gpufeed::python {
 

@@ -14,11 +14,11 @@
 #include <optional>
 #include <vector>
 
-#include "gil.hpp"
 #include "gpufeed/batch.hpp"
 #include "gpufeed/detail/adapted_dataset.hpp"
-#include "sample_tree.hpp"
-#include "text_table.hpp"
+#include "python/samples/sample_tree.hpp"
+#include "python/samples/text_table.hpp"
+#include "python/threads/gil.hpp"
 
 namespace gpufeed::python {
 

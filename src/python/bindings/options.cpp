@@ -1,4 +1,4 @@
-#include "options.hpp"
+#include "python/bindings/options.hpp"
 
 #include <pybind11/stl.h>
 
@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "dtypes.hpp"
+#include "python/samples/dtypes.hpp"
 
 namespace gpufeed::python {
 

@@ -11,7 +11,7 @@
 #include <optional>
 
 #include "gpufeed/batch.hpp"
-#include "owner_process.hpp"
+#include "python/bindings/owner_process.hpp"
 
 namespace gpufeed::python {
 

@@ -1,4 +1,4 @@
-#include "interpreter_exit.hpp"
+#include "python/bindings/interpreter_exit.hpp"
 
 #include <pybind11/pybind11.h>
 

@@ -1,4 +1,4 @@
-#include "gil.hpp"
+#include "python/threads/gil.hpp"
 
 namespace gpufeed::python {
 

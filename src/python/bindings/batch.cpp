@@ -1,14 +1,14 @@
-#include "batch.hpp"
+#include "python/bindings/batch.hpp"
 
 #include <pybind11/stl.h>
 
 #include <array>
 #include <string>
 
-#include "dlpack_abi.hpp"
-#include "dtypes.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/stream_view.hpp"
+#include "python/bindings/dlpack_abi.hpp"
+#include "python/samples/dtypes.hpp"
 
 namespace gpufeed::python {
 

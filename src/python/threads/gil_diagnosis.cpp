@@ -1,4 +1,4 @@
-#include "gil_diagnosis.hpp"
+#include "python/threads/gil_diagnosis.hpp"
 
 #include <algorithm>
 #include <cstdio>

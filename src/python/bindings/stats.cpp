@@ -1,4 +1,4 @@
-#include "stats.hpp"
+#include "python/bindings/stats.hpp"
 
 #include <pybind11/stl.h>
 
@@ -6,7 +6,7 @@
 
 #include "gpufeed/observe/monitor.hpp"
 #include "gpufeed/observe/progress.hpp"
-#include "loader.hpp"
+#include "python/bindings/loader.hpp"
 
 namespace gpufeed::python {
 

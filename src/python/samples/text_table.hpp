@@ -17,7 +17,7 @@
 #include <span>
 #include <string>
 
-#include "sample_leaf.hpp"
+#include "python/samples/sample_leaf.hpp"
 
 namespace gpufeed::python {
 

@@ -1,12 +1,12 @@
-#include "errors.hpp"
+#include "python/bindings/errors.hpp"
 
 #include <stdexcept>
 #include <string>
 
 #include "gpufeed/error.hpp"
-#include "python_error.hpp"
-#include "python_terms.hpp"
-#include "workers/process_dataset.hpp"
+#include "python/bindings/python_error.hpp"
+#include "python/bindings/python_terms.hpp"
+#include "python/workers/process_dataset.hpp"
 
 namespace gpufeed::python {
 
