@@ -95,6 +95,7 @@ def main():
     parser.add_argument("--devices", type=int, default=1)
     parser.add_argument("--strategy", default="auto")
     parser.add_argument("--limit-train-batches", type=int, default=None)
+    parser.add_argument("--limit-val-batches", type=int, default=None)
     parser.add_argument("--stop-after", type=int, default=0,
                         help="save --checkpoint after this many training batches, and stop")
     parser.add_argument("--checkpoint", default="stopped.ckpt")
@@ -107,6 +108,7 @@ def main():
     callbacks = [StopAfter(args.stop_after, args.checkpoint)] if args.stop_after else []
     trainer = L.Trainer(accelerator=args.accelerator, devices=args.devices, strategy=args.strategy,
                         max_epochs=args.epochs, limit_train_batches=args.limit_train_batches,
+                        limit_val_batches=args.limit_val_batches,
                         callbacks=callbacks, logger=False,
                         enable_checkpointing=False, enable_progress_bar=False,
                         enable_model_summary=False)

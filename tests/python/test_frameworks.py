@@ -100,15 +100,18 @@ def test_lightning_fit_validate_test_predict(tmp_path, devices):
 
 
 @pytest.mark.timeout(900)
-def test_lightning_limit_train_batches(tmp_path):
+def test_lightning_limit_train_and_val_batches(tmp_path):
     pytest.importorskip("lightning")
     records = _run("with_lightning.py", tmp_path, "--accelerator", "cpu", "--devices", "2",
-                   "--strategy", "ddp", "--limit-train-batches", "3")
-    train = _epochs(records, "train")
-    for shares in train.values():
-        assert [len(s) for s in shares] == [3 * BATCH] * 2
-        assert not set(shares[0]) & set(shares[1])
+                   "--strategy", "ddp", "--limit-train-batches", "3", "--limit-val-batches", "2")
+    for stage, batches in (("train", 3), ("validate", 2)):
+        epochs = _epochs(records, stage)
+        assert sorted(epochs)[:2] == [0, 1], stage
+        for shares in epochs.values():
+            assert [len(s) for s in shares] == [batches * BATCH] * 2, stage
+            assert not set(shares[0]) & set(shares[1]), stage
     # An epoch left after 3 batches does not hold the next one back: it starts afresh.
+    train = _epochs(records, "train")
     assert train[0][0] != train[1][0]
 
 
@@ -148,6 +151,41 @@ def test_lightning_on_gpus(tmp_path):
 
 # ---- accelerate --------------------------------------------------------------------------------
 
+SKIPPED_BATCHES = """
+import sys, warnings
+import torch
+from accelerate import Accelerator
+import gpufeed
+sys.path.insert(0, sys.argv[1])
+from points import Points
+
+accelerator = Accelerator(cpu=True)
+loader = accelerator.prepare(gpufeed.DataLoader(Points(64), batch_size=8, shuffle=True,
+                                                num_workers=1))
+assert isinstance(loader, gpufeed.DataLoader), type(loader)  # passed through, not rebuilt
+whole = [b[2].tolist() for b in loader]
+loader.set_epoch(0)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    rest = [b[2].tolist() for b in accelerator.skip_first_batches(loader, 3)]
+assert rest == whole[3:], (rest, whole)
+assert any("batch_sampler is being iterated outside" in str(w.message) for w in caught)
+print("ok")
+"""
+
+
+@pytest.mark.timeout(300)
+def test_accelerate_prepare_passes_the_loader_through_and_skips_batches(tmp_path):
+    """One process: prepare() leaves a gpufeed loader as it is; skip_first_batches() reads the
+    rest of the epoch (this process's share, in gpufeed's order), saying that torch reads it."""
+    pytest.importorskip("accelerate")
+    script = tmp_path / "skip.py"
+    script.write_text(SKIPPED_BATCHES)
+    done = subprocess.run([sys.executable, str(script), EXAMPLES], capture_output=True,
+                          text=True, timeout=240)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-4000:]
+
+
 @pytest.mark.timeout(900)
 def test_accelerate_on_two_processes_resumes_mid_epoch(tmp_path):
     pytest.importorskip("accelerate")
@@ -169,6 +207,9 @@ def test_transformers_trainer_on_two_processes_resumes_mid_epoch(tmp_path):
     pytest.importorskip("transformers")
     pytest.importorskip("accelerate")
     output = tmp_path / "output"
+    alone = _run("with_transformers.py", tmp_path / "alone", "--output", str(output))
+    for shares in _epochs(alone, "train").values():
+        _assert_sharded(shares, 1)
     whole = _run("with_transformers.py", tmp_path / "whole", "--output", str(output),
                  torchrun=2)
     train = _epochs(whole, "train")
