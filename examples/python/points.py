@@ -1,6 +1,7 @@
 """The small dataset the framework examples train on, and the record of which samples each rank
 read (``--record DIR``: what tests/python/test_frameworks.py checks)."""
 
+import argparse
 import json
 import os
 import time
@@ -24,6 +25,19 @@ class Points(torch.utils.data.Dataset):
         if self.as_dict:
             return {"x": x, "labels": x.sum(), "index": i}
         return x, x.sum(), i
+
+
+def example_arguments(description, stop_after):
+    """The examples' arguments: the run's size, the stop mid-epoch (``--stop-after``, with
+    `stop_after` saying what is saved) and ``--record``."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--samples", type=int, default=256)
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--stop-after", type=int, default=0, help=stop_after)
+    p.add_argument("--record", help="a folder for what each rank read, as JSON")
+    return p
 
 
 def write_record(folder, rank, world_size, seen):

@@ -13,11 +13,9 @@ goes on with the batch that followed.
 ``--record DIR`` writes, for each process, which samples each epoch read (the tests read it).
 """
 
-import argparse
-
 import torch
 from accelerate import Accelerator
-from points import Points, write_record
+from points import Points, example_arguments, write_record
 
 import gpufeed
 
@@ -36,16 +34,10 @@ class Progress:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--samples", type=int, default=256)
-    parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--stop-after", type=int, default=0,
-                        help="save --state after this many batches, and stop")
+    parser = example_arguments(__doc__.split("\n")[0],
+                               "save --state after this many batches, and stop")
     parser.add_argument("--state", default="state")
     parser.add_argument("--resume", help="a folder accelerator.save_state wrote")
-    parser.add_argument("--record", help="a folder for what each process read, as JSON")
     parser.add_argument("--cpu", action="store_true",
                         help="train on the CPU (several processes: accelerate's MULTI_CPU)")
     args = parser.parse_args()

@@ -12,11 +12,9 @@ Mid-epoch checkpoints resume at the batch that followed: Lightning saves the loa
 ``--record DIR`` writes, for each rank, which samples each stage read (the tests read it).
 """
 
-import argparse
-
 import lightning as L
 import torch
-from points import Points, write_record
+from points import Points, example_arguments, write_record
 
 import gpufeed
 
@@ -86,21 +84,15 @@ class StopAfter(L.Callback):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--samples", type=int, default=256)
-    parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--epochs", type=int, default=2)
+    parser = example_arguments(__doc__.split("\n")[0],
+                               "save --checkpoint after this many training batches, and stop")
     parser.add_argument("--accelerator", default="auto", help="cpu, gpu or auto")
     parser.add_argument("--devices", type=int, default=1)
     parser.add_argument("--strategy", default="auto")
     parser.add_argument("--limit-train-batches", type=int, default=None)
     parser.add_argument("--limit-val-batches", type=int, default=None)
-    parser.add_argument("--stop-after", type=int, default=0,
-                        help="save --checkpoint after this many training batches, and stop")
     parser.add_argument("--checkpoint", default="stopped.ckpt")
     parser.add_argument("--resume", help="a checkpoint to resume fit from")
-    parser.add_argument("--record", help="a folder for what each rank read, as JSON")
     args = parser.parse_args()
 
     torch.set_num_threads(1)

@@ -14,10 +14,8 @@ a warning that gpufeed does not read that part itself.
 ``--record DIR`` writes, for each process, which samples each epoch read (the tests read it).
 """
 
-import argparse
-
 import torch
-from points import Points, write_record
+from points import Points, example_arguments, write_record
 from transformers import Trainer, TrainerCallback, TrainingArguments
 
 import gpufeed
@@ -59,16 +57,10 @@ class Epochs(TrainerCallback):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--samples", type=int, default=256)
-    parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--stop-after", type=int, default=0,
-                        help="save a checkpoint after this many steps, and stop")
+    parser = example_arguments(__doc__.split("\n")[0],
+                               "save a checkpoint after this many steps, and stop")
     parser.add_argument("--output", default="trainer-output")
     parser.add_argument("--resume", help="a checkpoint folder to resume from")
-    parser.add_argument("--record", help="a folder for what each process read, as JSON")
     args = parser.parse_args()
 
     torch.set_num_threads(1)
