@@ -177,7 +177,7 @@ def test_a_loader_says_nothing_at_the_default_level(tmp_path):
                 return i
 
         for kind in ("process", "thread"):
-            loader = gpufeed.DataLoader(Indices(), batch_size=8, shuffle=True, num_workers=2,
+            loader = gpufeed.DataLoader(Indices(), batch_size=8, shuffle=True, num_workers=1,
                                         worker_type=kind, persistent_workers=False)
             for epoch in range(2):
                 for batch in loader:
