@@ -46,8 +46,7 @@ class _OfLoader(_Base):
         the loader first settles what the epoch's start settles (its share, the seed the ranks
         agree on: a collective each rank makes as it iterates this, in step)."""
         loader = self._owner()
-        if not loader._in_epoch():
-            loader._follow_changes(agree=True)
+        loader._follow_changes_between_epochs(agree=True)
         return loader._core.builtin_order(loader._current_or_next_epoch())
 
     def set_epoch(self, epoch: int) -> None:
@@ -89,8 +88,7 @@ class ShardSampler(_OfLoader):
 
     def __len__(self) -> int:
         loader = self._owner()
-        if not loader._in_epoch():
-            loader._follow_changes(agree=False)
+        loader._follow_changes_between_epochs()
         return int(loader._core.samples_per_epoch)
 
 

@@ -95,9 +95,21 @@ class _ImageOptions:
             check_whole_file=check_whole_file)
         return options
 
-    def _keep_image_options(self, options: Mapping[str, Any]) -> None:
+    def _open(self, path: str, arguments: Mapping[str, Any]) -> None:
+        """Makes the C++ dataset over `path` from a subclass's ``__init__`` arguments (its
+        ``locals()``: explicit parameters, so that type checkers see each option), keeps the
+        options as attributes and sets the samples' structure."""
+        _without_images()
+        options = self._image_options(**{name: arguments[name] for name in _IMAGE_OPTIONS})
+        super().__init__(path, **options)  # type: ignore[call-arg]  # the C++ base, next in line
         for name, value in options.items():
             setattr(self, name, value)
+        self._gpufeed_structure: Structure = ("list", _leaves(["image", "label"]))
+
+
+# The keyword arguments ImageFolder and FileList share (_ImageOptions._image_options').
+_IMAGE_OPTIONS = ("height", "width", "size", "resize", "resize_to", "scale", "ratio",
+                  "horizontal_flip", "jitter", "full_decoding", "check_whole_file")
 
 
 class ImageFolder(_ImageOptions, _ImageFolderBase):
@@ -142,15 +154,8 @@ class ImageFolder(_ImageOptions, _ImageFolderBase):
                  ratio: Sequence[float] = (3 / 4, 4 / 3), horizontal_flip: bool = False,
                  jitter: Mapping[str, float] | None = None, full_decoding: bool = False,
                  check_whole_file: bool = True) -> None:
-        _without_images()
-        options = self._image_options(
-            height=height, width=width, size=size, resize=resize, resize_to=resize_to,
-            scale=scale, ratio=ratio, horizontal_flip=horizontal_flip, jitter=jitter,
-            full_decoding=full_decoding, check_whole_file=check_whole_file)
-        super().__init__(os.fspath(root), **options)
-        self._keep_image_options(options)
+        self._open(os.fspath(root), locals())
         self.root = os.fspath(root)
-        self._gpufeed_structure: Structure = ("list", _leaves(["image", "label"]))
 
 
 class FileList(_ImageOptions, _FileListBase):
@@ -185,15 +190,8 @@ class FileList(_ImageOptions, _FileListBase):
                  ratio: Sequence[float] = (3 / 4, 4 / 3), horizontal_flip: bool = False,
                  jitter: Mapping[str, float] | None = None, full_decoding: bool = False,
                  check_whole_file: bool = True) -> None:
-        _without_images()
-        options = self._image_options(
-            height=height, width=width, size=size, resize=resize, resize_to=resize_to,
-            scale=scale, ratio=ratio, horizontal_flip=horizontal_flip, jitter=jitter,
-            full_decoding=full_decoding, check_whole_file=check_whole_file)
-        super().__init__(os.fspath(csv), **options)
-        self._keep_image_options(options)
+        self._open(os.fspath(csv), locals())
         self.csv = os.fspath(csv)
-        self._gpufeed_structure: Structure = ("list", _leaves(["image", "label"]))
 
 
 class HDF5(_HDF5Base):

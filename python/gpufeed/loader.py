@@ -358,8 +358,7 @@ class DataLoader(Generic[T_co]):
             if self.batch_size is not None:  # None: unbatched, a batch_sampler cannot be given
                 n = n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
             return n
-        if not self._in_epoch():
-            self._follow_changes(agree=False)
+        self._follow_changes_between_epochs()
         if self._given == "batch_sampler":
             return len(self.batch_sampler)  # type: ignore[arg-type]  # as torch: a sized one
         if self._given == "sampler":
@@ -498,6 +497,11 @@ class DataLoader(Generic[T_co]):
         drops the iterator) leaves that epoch to the next iter(), so no epoch is lost to it."""
         return (self._unread_epoch is not None and self._resume is None
                 and self._next_epoch == self._unread_epoch + 1)
+
+    def _follow_changes_between_epochs(self, agree: bool = False) -> None:
+        """_follow_changes() unless an epoch is under way, which keeps what it started with."""
+        if not self._in_epoch():
+            self._follow_changes(agree)
 
     def _follow_changes(self, agree):
         """Makes the loader again, between epochs, when what it was made for changed:

@@ -35,18 +35,18 @@ std::string loader_plan(dataset const& data, slot_layout const& layout, loader_o
         plan.steps(), o.batch_size, o.accumulation_steps, *o.world_size,
         effective ? std::to_string(*effective) : std::string{"more than SIZE_MAX"}));
     if (*o.world_size > 1) {
-      auto const left_out = data.size() - order.shard_size() * *o.world_size;
+      std::string evened;
+      if (order.repeated() > 0) {
+        evened = ": its own " + std::to_string(order.own_samples()) + " and its first again";
+      } else if (order.shard_size() < order.own_samples()) {
+        evened = " of its own " + std::to_string(order.own_samples()) + " (the epoch's last " +
+                 std::to_string(data.size() % *o.world_size) +
+                 " are left out, as short batches are: drop_last)";
+      }
       line(fmt::format(
-          "rank {}'s share: {} of each epoch's samples{}, the same count on every rank so that "
-          "every rank has {} batches",
-          *o.rank, order.own_samples(),
-          order.repeated() > 0 ? ", and its first one again"
-          : order.shard_size() < order.own_samples()
-              ? fmt::format(" but its last ({} sample{} of the epoch left out on the ranks "
-                            "with one more, as the short batches are: drop_last)",
-                            left_out, left_out == 1 ? "" : "s")
-              : std::string{},
-          plan.batches()));
+          "rank {} reads {} samples of each epoch{}: every rank reads as many, so that each "
+          "has {} batches",
+          *o.rank, order.shard_size(), evened, plan.batches()));
     }
   }
   auto const slots = sizes.tuning.slots;

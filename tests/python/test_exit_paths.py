@@ -57,6 +57,17 @@ def print_workers(loader):
 '''
 
 
+# A child body's end: reads on, after printing the workers, until the test ends the child
+# (indented as the bodies are, which _child dedents).
+_READ_ON = '''
+        it = iter(loader)
+        next(it)
+        print_workers(loader)
+        for batch in it:
+            pass
+'''
+
+
 def _child(tmp_path, body, *args):
     return Child(tmp_path, _PRELUDE + "\n" + textwrap.dedent(body).lstrip("\n"), *args)
 
@@ -141,12 +152,7 @@ def test_sigterm_to_the_loaders_process_ends_it_and_its_workers(tmp_path, handle
         if sys.argv[1] == "sys_exit":
             signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(143))
         loader = loader_of(Sleeps(0.2))
-        it = iter(loader)
-        next(it)
-        print_workers(loader)
-        for batch in it:
-            pass
-    ''', handler)
+    ''' + _READ_ON, handler)
     workers = _workers(child.expect("workers"))
     os.kill(child.proc.pid, signal.SIGTERM)
     code, out, err = child.finish()
@@ -167,12 +173,7 @@ def test_sigkill_of_the_loaders_process_ends_its_busy_workers(tmp_path):
                 return super().__getitem__(i) if i >= 2 else np.full(4, i, np.float32)
 
         loader = loader_of(Slow(60))
-        it = iter(loader)
-        next(it)
-        print_workers(loader)
-        for batch in it:
-            pass
-    ''')
+    ''' + _READ_ON)
     workers = _workers(child.expect("workers"))
     child.expect("inside")
     os.kill(child.proc.pid, signal.SIGKILL)

@@ -76,6 +76,22 @@ def test_lightnings_environment_places_the_process(launcher):
     assert (loader.sampler.rank, loader.sampler.num_replicas) == (1, 2)
     assert "rank 1 of 2 (from the environment)" in loader.describe()
     assert len(_epoch(loader)) == 5
+    assert "rank 1 reads 5 samples of each epoch: every rank" in loader.describe()
+
+
+def test_the_plan_says_how_a_rank_is_evened_out(launcher):
+    """11 samples on 4 ranks: rank 3 has 2 of its own; it reads its first again (3, as every
+    rank), or with drop_last every rank reads 2 and the epoch's last 3 are left out."""
+    padded = gpufeed.DataLoader(Indices(11), batch_size=3, rank=3, world_size=4,
+                                worker_type="thread")
+    assert _epoch(padded) == [3, 7, 3]
+    assert "rank 3 reads 3 samples of each epoch: its own 2 and its first again" in (
+        padded.describe())
+    trimmed = gpufeed.DataLoader(Indices(11), batch_size=2, rank=0, world_size=4,
+                                 drop_last=True, worker_type="thread")
+    assert _epoch(trimmed) == [0, 4]
+    assert "rank 0 reads 2 samples of each epoch of its own 3 (the epoch's last 3 are left " \
+        "out" in trimmed.describe()
 
 
 def test_a_larger_world_without_a_rank_is_refused(launcher):

@@ -61,14 +61,12 @@ sampler::sampler(std::size_t dataset_size, bool shuffle, std::uint64_t seed, uns
 }
 
 std::size_t sampler::index(std::uint64_t epoch, std::size_t position) const noexcept {
-  if (position >= own_) {
-    // Padding: this rank reads its own samples again from the first. A rank with none (fewer
-    // samples than ranks) reads the epoch's order from its start.
-    position = own_ > 0 ? position - own_ : position;
-    if (own_ == 0) {
+  if (position >= own_) {  // padding
+    if (own_ == 0) {       // fewer samples than ranks: the epoch's order from its start
       auto const global = position % n_;
       return shuffle_ ? permute_index(global, n_, mix_seed(seed_, epoch, 0x5eed)) : global;
     }
+    position -= own_;  // this rank's own samples again, from its first
   }
   if (chunk_aware()) {
     // Contiguous shards: rank r takes the r-th run of the epoch's order, so its consecutive
