@@ -15,7 +15,7 @@
 #else
 #define GPUFEED_BENCH_HDF5 0
 #endif
-#if defined(GPUFEED_WITH_OPENCV) && __has_include("gpufeed/datasets/image_folder.hpp")
+#if defined(GPUFEED_WITH_IMAGES) && __has_include("gpufeed/datasets/image_folder.hpp")
 #include "gpufeed/datasets/image_folder.hpp"
 #define GPUFEED_BENCH_IMAGES 1
 #else
@@ -191,7 +191,9 @@ compare_dataset make_compare_dataset(dataset_choice const& choice, dataset_optio
       out.data = data;
       return out;
 #else
-      throw std::invalid_argument{"--dataset images:...: this gpufeed was built without OpenCV"};
+      throw std::invalid_argument{
+          "--dataset images:...: this gpufeed was built without the image datasets (libjpeg and "
+          "libpng)"};
 #endif
     }
   }

@@ -28,7 +28,7 @@
 #if defined(GPUFEED_WITH_HDF5)
 #include "gpufeed/datasets/hdf5.hpp"
 #endif
-#if defined(GPUFEED_WITH_OPENCV)
+#if defined(GPUFEED_WITH_IMAGES)
 #include "gpufeed/datasets/file_list.hpp"
 #include "gpufeed/datasets/image_folder.hpp"
 #endif

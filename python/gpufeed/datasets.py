@@ -30,12 +30,12 @@ if TYPE_CHECKING:
 
 __all__ = ["ImageFolder", "FileList", "HDF5", "InMemory", "Synthetic"]
 
-# The C++ classes these derive from; a part built without its library (OpenCV, HDF5) has none,
-# and its classes then raise ValueError when made.
+# The C++ classes these derive from; a part built without its libraries (libjpeg and libpng, HDF5)
+# has none, and its classes then raise ValueError when made.
 if TYPE_CHECKING or _gpufeed.has_images:
     _ImageFolderBase = _gpufeed.ImageFolder
     _FileListBase = _gpufeed.FileList
-else:  # pragma: no cover - exercised where OpenCV is absent
+else:  # pragma: no cover - exercised where libjpeg or libpng is absent
     _ImageFolderBase = _FileListBase = _gpufeed.Dataset
 if TYPE_CHECKING or _gpufeed.has_hdf5:
     _HDF5Base = _gpufeed.HDF5
@@ -58,7 +58,9 @@ def _dict_structure(names: Sequence[str]) -> Structure:
 
 def _without_images() -> None:
     if not _gpufeed.has_images:
-        raise ValueError("gpufeed was built without the image datasets (OpenCV was not found)")
+        raise ValueError(
+            "gpufeed was built without the image datasets (libjpeg or libpng was not found)"
+        )
 
 
 class _ImageOptions:
@@ -142,7 +144,7 @@ class ImageFolder(_ImageOptions, _ImageFolderBase):
             faster, but damage below the crop goes unnoticed (docs/datasets-images.md).
 
     Raises:
-        ValueError: gpufeed was built without OpenCV, or an option is out of range.
+        ValueError: gpufeed was built without the image datasets, or an option is out of range.
         gpufeed.FileError: ``root`` cannot be read.
     """
 
@@ -178,7 +180,7 @@ class FileList(_ImageOptions, _FileListBase):
         check_whole_file: False stops each JPEG's decode after the last row the crop needs.
 
     Raises:
-        ValueError: gpufeed was built without OpenCV, or an option is out of range.
+        ValueError: gpufeed was built without the image datasets, or an option is out of range.
         gpufeed.FileError: ``csv`` cannot be read.
     """
 

@@ -42,9 +42,12 @@ std::vector<std::string> images_under(fs::path const& dir) {
 
 }  // namespace
 
+// torchvision's IMG_EXTENSIONS, in every build, so that a folder lists the same files whatever
+// the build decodes; a build without OpenCV fails on the BMP, TIFF, WebP and PNM files by name.
 bool has_image_extension(fs::path const& path) {
   auto const ext = lower(path.extension().string());
-  return ext == ".jpg" || ext == ".jpeg" || ext == ".png";
+  return ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".bmp" || ext == ".tif" ||
+         ext == ".tiff" || ext == ".webp" || ext == ".ppm" || ext == ".pgm";
 }
 
 image_folder::image_folder(fs::path const& root, image_options options) : pipeline_{options} {
@@ -70,8 +73,10 @@ image_folder::image_folder(fs::path const& root, image_options options) : pipeli
     auto const dir = root / classes_[label];
     auto images = images_under(dir);
     if (images.empty()) {
-      throw file_error(dir.string(), "no images (.jpg, .jpeg or .png) in class directory '" +
-                                         classes_[label] + "'");
+      throw file_error(dir.string(),
+                       "no images (.jpg, .jpeg, .png, .bmp, .tif, .tiff, .webp, .ppm or .pgm) in "
+                       "class directory '" +
+                           classes_[label] + "'");
     }
     for (auto& path : images) {
       entries_.push_back(image_entry{std::move(path), static_cast<std::int64_t>(label)});

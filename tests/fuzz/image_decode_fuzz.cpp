@@ -5,7 +5,7 @@
 //   build: clang, tests/image_tests.cmake adds the target `image_decode_fuzz`
 //   run:   mkdir -p DIR && image_decode_fuzz -max_total_time=20 -rss_limit_mb=2048 DIR
 // An empty corpus directory (the first non-flag argument) is seeded with small JPEGs and PNGs
-// encoded here, so no image files need to be checked in.
+// encoded here (libjpeg, libpng), so no image files need to be checked in.
 
 #include <cstddef>
 #include <cstdint>
@@ -13,8 +13,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <opencv2/core.hpp>
-#include <opencv2/imgcodecs.hpp>
 #include <span>
 #include <string>
 #include <vector>
@@ -23,6 +21,7 @@
 #include "gpufeed/detail/image_pipeline.hpp"
 #include "gpufeed/error.hpp"
 #include "image/pipeline/decode_strategy.hpp"
+#include "support/image_writers.hpp"
 
 namespace {
 
@@ -31,12 +30,20 @@ void seed_corpus(std::filesystem::path const& dir) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec) || !std::filesystem::is_empty(dir, ec)) return;
   int n = 0;
+  std::uint32_t state = 12345;
   for (auto [w, h] : {std::pair{16, 12}, std::pair{40, 24}, std::pair{9, 33}}) {
-    cv::Mat image(h, w, CV_8UC3);
-    cv::randu(image, 0, 255);
-    for (char const* ext : {".jpg", ".png"}) {
-      std::vector<unsigned char> bytes;
-      cv::imencode(ext, image, bytes);
+    std::vector<std::uint8_t> rgb(static_cast<std::size_t>(w * h) * 3);
+    for (auto& v : rgb)
+      v = static_cast<std::uint8_t>((state = state * 1664525U + 1013904223U) >> 24U);
+    gpufeed::test::png_picture png;
+    png.width = w;
+    png.height = h;
+    png.interlaced = n % 4 == 2;
+    png.samples.assign(rgb.begin(), rgb.end());
+    std::vector<std::pair<char const*, std::vector<unsigned char>>> const files{
+        {".jpg", gpufeed::test::encode_jpeg_rgb(rgb, w, h)},
+        {".png", gpufeed::test::encode_png(png)}};
+    for (auto const& [ext, bytes] : files) {
       std::vector<unsigned char> input(9, static_cast<unsigned char>(n * 37));
       input.insert(input.end(), bytes.begin(), bytes.end());
       std::ofstream out{dir / ("seed" + std::to_string(n++) + ext), std::ios::binary};
@@ -50,7 +57,7 @@ void seed_corpus(std::filesystem::path const& dir) {
 
 // NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls
 extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
-  // Keep a forged header from asking OpenCV for gigabytes (its own cap is 2^30 pixels).
+  // Keep a forged header from asking a decoder for gigabytes (the default cap is 2^30 pixels).
   ::setenv("OPENCV_IO_MAX_IMAGE_PIXELS", "16777216", 0);
   for (int i = 1; i < *argc; ++i) {
     if ((*argv)[i][0] != '-') {

@@ -63,7 +63,7 @@ def test_every_bundled_dataset_says_its_fields(tmp_path):
 
 def test_image_folder_gives_torchvisions_samples_in_its_order(tmp_path):
     if not gpufeed._gpufeed.has_images:
-        pytest.skip("built without the image datasets (OpenCV)")
+        pytest.skip("built without the image datasets (libjpeg and libpng)")
     torchvision = pytest.importorskip("torchvision")
     from PIL import Image
 

@@ -169,7 +169,7 @@ def test_a_complex_field_is_refused_with_the_way_round(worker_type, make):
 
 def test_a_corrupt_image_names_its_file(tmp_path):
     if not gpufeed._gpufeed.has_images:
-        pytest.skip("built without the image datasets (OpenCV)")
+        pytest.skip("built without the image datasets (libjpeg and libpng)")
     from PIL import Image
 
     for c in ("a", "b"):
@@ -187,7 +187,7 @@ def test_a_corrupt_image_names_its_file(tmp_path):
 
 def test_check_whole_file_decides_whether_a_file_cut_below_the_crop_fails(tmp_path):
     if not gpufeed._gpufeed.has_images:
-        pytest.skip("built without the image datasets (OpenCV)")
+        pytest.skip("built without the image datasets (libjpeg and libpng)")
     from PIL import Image
 
     # A tall noisy picture: the centre crop needs its rows 96 to 160 of 256; the copy that lost

@@ -1,8 +1,6 @@
 #pragma once
 // Image fixtures for the image dataset suites, written with OpenCV into a fresh temporary folder.
 
-#include <unistd.h>
-
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -12,27 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "temp_dir.hpp"
+
 namespace gpufeed::test {
-
-// A temporary folder under /tmp, removed with everything in it on destruction.
-class temp_dir {
- public:
-  temp_dir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "gpufeed-img-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  temp_dir(temp_dir const&) = delete;
-  temp_dir& operator=(temp_dir const&) = delete;
-  [[nodiscard]] std::filesystem::path const& path() const noexcept { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
 
 // A smooth BGR picture (gradients, different for each `variant`): compresses well and survives
 // JPEG's reduced-size decoding nearly unchanged.

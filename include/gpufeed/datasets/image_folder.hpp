@@ -24,12 +24,15 @@
 
 namespace gpufeed {
 
-/// @brief `root/<class>/**/*.{jpg,jpeg,png}` (extensions in any case), torchvision's
-/// `ImageFolder` convention: the class directories sorted by name, a class's label its position
-/// in that order, the files of a class sorted by (directory, name), classes in label order.
+/// @brief `root/<class>/**/*.{jpg,jpeg,png,bmp,tif,tiff,webp,ppm,pgm}` (extensions in any case,
+/// torchvision's list), torchvision's `ImageFolder` convention: the class directories sorted by
+/// name, a class's label its position in that order, the files of a class sorted by (directory,
+/// name), classes in label order.
 ///
 /// Fields: `image` uint8 [height, width, 3] (RGB, HWC) and `label` int64 []. Images are decoded by
-/// their content (a PNG named .jpg decodes), then cropped, scaled, flipped and jittered as
+/// their content (a PNG named .jpg decodes): JPEG and PNG in every build, BMP, TIFF, WebP and PNM
+/// where gpufeed was built with OpenCV (`GPUFEED_WITH_OPENCV`; elsewhere reading one fails with a
+/// `file_error` that says so). Then they are cropped, scaled, flipped and jittered as
 /// `image_options` says, with every random choice drawn from `read_context::seed`.
 /// Thread-safe; the file list is built once, at construction.
 class image_folder final : public dataset {
@@ -62,7 +65,8 @@ class image_folder final : public dataset {
   std::vector<image_entry> entries_;
 };
 
-/// @brief Whether `path` ends in .jpg, .jpeg or .png, in any case.
+/// @brief Whether `path` ends in one of torchvision's image extensions (.jpg, .jpeg, .png, .bmp,
+/// .tif, .tiff, .webp, .ppm, .pgm), in any case.
 [[nodiscard]] bool has_image_extension(std::filesystem::path const& path);
 
 }  // namespace gpufeed

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "gpufeed/error.hpp"
+#include "image/decode/decode_limits.hpp"
 #include "image/decode/jpeg_reader_state.hpp"
 
 // libjpeg is C: an exception must never unwind through its frames, so both callbacks leave it
@@ -37,22 +38,6 @@ static void gpufeed_jpeg_emit_message(j_common_ptr info, int level) {
 namespace gpufeed::detail {
 
 namespace {
-
-// OpenCV's own cap on a decoded image, read from the same variable, so that the limit a user
-// set for cv::imdecode still holds.
-std::uint64_t max_pixels() {
-  static std::uint64_t const limit = [] {
-    std::uint64_t value = std::uint64_t{1} << 30U;
-    char const* text = std::getenv("OPENCV_IO_MAX_IMAGE_PIXELS");  // NOLINT(concurrency-mt-unsafe)
-    if (text != nullptr) {
-      char* end = nullptr;
-      unsigned long long const parsed = std::strtoull(text, &end, 10);
-      if (end != text && *end == '\0' && parsed > 0) value = parsed;
-    }
-    return value;
-  }();
-  return limit;
-}
 
 // Whether the bytes from the start of the first scan's entropy-coded data hold an end-of-image
 // marker. There a 0xFF byte is always stuffed (FF 00) or a restart marker, so FF D9 is the end.
@@ -142,10 +127,10 @@ file_error jpeg_reader::corrupt() const {
 void jpeg_reader::check_decoded_size() const {
   std::uint64_t const width = state_->info.output_width;
   std::uint64_t const height = state_->info.output_height;
-  if (width * height > max_pixels()) {
+  if (width * height > max_decoded_pixels()) {
     throw file_error(name_, "the JPEG's decoded size " + std::to_string(width) + "x" +
                                 std::to_string(height) + " is over OPENCV_IO_MAX_IMAGE_PIXELS (" +
-                                std::to_string(max_pixels()) + ")");
+                                std::to_string(max_decoded_pixels()) + ")");
   }
   if (width == 0 || height == 0) throw file_error(name_, "the JPEG has no pixels");
 }

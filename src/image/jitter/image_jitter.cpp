@@ -4,8 +4,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <opencv2/core.hpp>
-#include <opencv2/imgproc.hpp>
 
 // The loops below are written for the compiler to vectorize (src/CMakeLists.txt turns GCC's
 // vectorizer fully on for this file); on x86-64 an AVX2 clone is chosen at load time where the CPU
@@ -128,21 +126,6 @@ void adjust_saturation(std::span<std::uint8_t> rgb, double factor) noexcept {
   } else {
     blend_loop<std::int64_t>(rgb.data(), rgb.size() / 3, fq);  // rare: not cloned
   }
-}
-
-void adjust_hue(std::span<std::uint8_t> rgb, int height, int width, double shift) {
-  cv::Mat image(height, width, CV_8UC3, rgb.data());
-  thread_local cv::Mat hsv;
-  cv::cvtColor(image, hsv, cv::COLOR_RGB2HSV_FULL);  // hue in 0..255 (a full turn)
-  auto const delta = static_cast<int>(std::lround(shift * 256.0));
-  auto const cols = static_cast<std::size_t>(hsv.cols);
-  for (int r = 0; r < hsv.rows; ++r) {
-    auto* p = hsv.ptr<std::uint8_t>(r);
-    for (std::size_t c = 0; c < cols; ++c) {
-      p[3 * c] = static_cast<std::uint8_t>((p[3 * c] + delta + 256) & 0xFF);
-    }
-  }
-  cv::cvtColor(hsv, image, cv::COLOR_HSV2RGB_FULL);
 }
 
 }  // namespace gpufeed::detail

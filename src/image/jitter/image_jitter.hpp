@@ -19,8 +19,9 @@ void adjust_contrast(std::span<std::uint8_t> rgb, double factor) noexcept;
 /// clamped (`adjust_saturation`). In fixed point: within one grey level of the exact result.
 void adjust_saturation(std::span<std::uint8_t> rgb, double factor) noexcept;
 
-/// @brief The hue turned by `shift` of a full turn (-0.5 .. 0.5), through OpenCV's 8-bit HSV
-/// (`adjust_hue`); `rgb` holds `height` rows of `width` pixels.
-void adjust_hue(std::span<std::uint8_t> rgb, int height, int width, double shift);
+/// @brief The hue turned by `shift` of a full turn (-0.5 .. 0.5), in 8-bit HSV with the hue in
+/// 256 steps (`adjust_hue`; the conversions of hsv.hpp, OpenCV's `COLOR_RGB2HSV_FULL` and
+/// `COLOR_HSV2RGB_FULL`). Defined in image_hue.cpp.
+void adjust_hue(std::span<std::uint8_t> rgb, double shift) noexcept;
 
 }  // namespace gpufeed::detail

@@ -12,24 +12,34 @@
 #include <cmath>
 #include <limits>
 #include <memory>
-#include <opencv2/core.hpp>
-#include <opencv2/imgcodecs.hpp>
-#include <opencv2/imgproc.hpp>
 #include <optional>
 #include <system_error>
 #include <utility>
 
 #include "gpufeed/error.hpp"
+#include "image/decode/image_format.hpp"
 #include "image/decode/jpeg_decode.hpp"
+#include "image/decode/png_decode.hpp"
 #include "image/jitter/image_jitter.hpp"
 #include "image/pipeline/decode_strategy.hpp"
 #include "image/resample/image_resize.hpp"
+#if GPUFEED_WITH_OPENCV
+#include "image/decode/opencv_decode.hpp"
+#endif
 
 namespace gpufeed::detail {
 
 namespace {
 
 constexpr int max_side = 16384;
+
+// The formats decode_whole reads, for its error on any other file.
+#if GPUFEED_WITH_OPENCV
+constexpr char const* readable_formats =
+    "not a JPEG, PNG, BMP, TIFF, WebP, JPEG 2000, PNM or Sun raster image";
+#else
+constexpr char const* readable_formats = "not a JPEG or PNG image";
+#endif
 
 std::string errno_text(int err) {
   return std::system_category().message(err);
@@ -148,8 +158,7 @@ crop_area scaled(crop_area const& box, image_extent source, image_extent decoded
           std::clamp(box.height * sy, 1e-3, decoded.height - y)};
 }
 
-void apply_jitter(color_jitter const& j, std::span<std::uint8_t> out, int height, int width,
-                  random_stream& rng) {
+void apply_jitter(color_jitter const& j, std::span<std::uint8_t> out, random_stream& rng) {
   if (j.brightness <= 0 && j.contrast <= 0 && j.saturation <= 0 && j.hue <= 0) return;
   std::array<int, 4> order{0, 1, 2, 3};
   for (int i = 3; i > 0; --i)
@@ -171,7 +180,7 @@ void apply_jitter(color_jitter const& j, std::span<std::uint8_t> out, int height
         if (j.saturation > 0) adjust_saturation(out, s);
         break;
       default:
-        if (j.hue > 0) adjust_hue(out, height, width, h);
+        if (j.hue > 0) adjust_hue(out, h);
     }
   }
 }
@@ -323,34 +332,32 @@ decoded_image decode_jpeg(std::span<unsigned char const> encoded, std::string co
   return d;
 }
 
-// Only PNG goes to OpenCV: imdecode would also try every other codec it was built with (GDCM,
-// for one, asserts on damaged input), and the datasets promise JPEG and PNG.
-decoded_image decode_png(std::span<unsigned char const> encoded, std::string const& name,
-                         image_options const& o, random_stream& rng) {
-  if (!looks_like_png(encoded)) {
-    throw file_error(name, "not a JPEG or PNG image (decoded by content, not by extension)");
-  }
-  // imdecode does not write through its input; the const_cast only satisfies cv::Mat.
-  cv::Mat const raw(1, static_cast<int>(encoded.size()), CV_8UC1,
-                    const_cast<unsigned char*>(encoded.data()));  // NOLINT
-  // A new image each time: when OpenCV cannot read a PNG's header it leaves the output it was
-  // given as it was, so a reused one would hold the last picture decoded, not an empty image.
-  cv::Mat const bgr = cv::imdecode(raw, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
-  if (bgr.empty()) {
-    throw file_error(name, "cannot decode the image (corrupt, truncated or not an image)");
-  }
-  if (bgr.type() != CV_8UC3) {
-    throw file_error(name, "decoded to an unexpected pixel type " + std::to_string(bgr.type()));
-  }
+// Every format but JPEG: PNG with libpng; the formats only OpenCV reads (by their signature,
+// never anything else: imdecode would try every codec it was built with, and GDCM, for one,
+// asserts on damaged input) with OpenCV where it is built in. The whole image, at full size.
+decoded_image decode_whole(std::span<unsigned char const> encoded, std::string const& name,
+                           image_options const& o, random_stream& rng) {
+  image_format const format = sniff_image_format(encoded);
   thread_local rgbx_buffer pixels;
-  std::uint8_t* const rows = pixels.reset(bgr.cols, bgr.rows);
-  cv::Mat rgbx(bgr.rows, bgr.cols, CV_8UC4, rows, pixels.stride());
-  cv::cvtColor(bgr, rgbx, cv::COLOR_BGR2RGBA);
   decoded_image d;
-  d.rgbx = pixels.view(bgr.cols, bgr.rows);
-  d.source = {bgr.cols, bgr.rows};
+  if (format == image_format::png) {
+    d.rgbx = decode_png_rgbx(encoded, name, pixels);
+  } else if (format == image_format::unknown) {
+    throw file_error(name, std::string{"not an image this build reads: "} + readable_formats +
+                               " (told by content, not by extension)");
+  } else {
+#if GPUFEED_WITH_OPENCV
+    d.rgbx = decode_with_opencv(encoded, format, name, pixels);
+#else
+    throw file_error(name, "a " + std::string{image_format_name(format)} +
+                               " image: this build of gpufeed reads JPEG and PNG only (the other "
+                               "formats need a build with OpenCV, GPUFEED_WITH_OPENCV=ON)");
+#endif
+  }
+  d.source = {d.rgbx.width, d.rgbx.height};
   d.area = scaled(plan_crop(o, d.source, rng), d.source, d.source);
-  d.decoded_pixels = static_cast<std::uint64_t>(bgr.cols) * static_cast<std::uint64_t>(bgr.rows);
+  d.decoded_pixels =
+      static_cast<std::uint64_t>(d.rgbx.width) * static_cast<std::uint64_t>(d.rgbx.height);
   return d;
 }
 
@@ -365,26 +372,21 @@ void image_pipeline::transform(std::span<unsigned char const> encoded, std::stri
   auto const& o = options_;
   random_stream rng{seed};
   auto const started = stage_clock::now();
-  try {
-    decoded_image const d = looks_like_jpeg(encoded)
-                                ? decode_jpeg(encoded, name, o, *strategy_, rng)
-                                : decode_png(encoded, name, o, rng);
-    auto const decoded_at = stage_clock::now();
-    bool const flip = o.horizontal_flip && (rng.next() >> 63U) != 0;
-    if (d.ycc) {
-      resize_ycc_to_rgb(*d.ycc, d.area, out, o.width, o.height, flip);
-    } else {
-      resize_rgbx_to_rgb(d.rgbx, d.area, out, o.width, o.height, flip);
-    }
-    auto const resized_at = stage_clock::now();
-    apply_jitter(o.jitter, out, o.height, o.width, rng);
-    counters_->record(
-        started, decoded_at, resized_at, stage_clock::now(), d.decoded_pixels,
-        static_cast<std::uint64_t>(d.source.width) * static_cast<std::uint64_t>(d.source.height),
-        d.ycc.has_value());
-  } catch (cv::Exception const& e) {
-    throw file_error(name, std::string{"OpenCV could not decode it: "} + e.what());
+  decoded_image const d = looks_like_jpeg(encoded) ? decode_jpeg(encoded, name, o, *strategy_, rng)
+                                                   : decode_whole(encoded, name, o, rng);
+  auto const decoded_at = stage_clock::now();
+  bool const flip = o.horizontal_flip && (rng.next() >> 63U) != 0;
+  if (d.ycc) {
+    resize_ycc_to_rgb(*d.ycc, d.area, out, o.width, o.height, flip);
+  } else {
+    resize_rgbx_to_rgb(d.rgbx, d.area, out, o.width, o.height, flip);
   }
+  auto const resized_at = stage_clock::now();
+  apply_jitter(o.jitter, out, rng);
+  counters_->record(
+      started, decoded_at, resized_at, stage_clock::now(), d.decoded_pixels,
+      static_cast<std::uint64_t>(d.source.width) * static_cast<std::uint64_t>(d.source.height),
+      d.ycc.has_value());
 }
 
 image_stage_times image_pipeline::stage_times() const noexcept {

@@ -15,7 +15,7 @@
 #if GPUFEED_WITH_HDF5
 #include "gpufeed/datasets/hdf5.hpp"
 #endif
-#if GPUFEED_WITH_OPENCV
+#if GPUFEED_WITH_IMAGES
 #include "gpufeed/datasets/file_list.hpp"
 #include "gpufeed/datasets/image_folder.hpp"
 #endif
@@ -50,7 +50,7 @@ std::shared_ptr<void const> keep_alive(py::object object) {
           [](void const* p) { release_reference(static_cast<PyObject*>(const_cast<void*>(p))); }};
 }
 
-#if GPUFEED_WITH_OPENCV
+#if GPUFEED_WITH_IMAGES
 float as_float(py::handle v, std::string const& name) {
   try {
     return v.cast<float>();
@@ -262,7 +262,7 @@ void bind_datasets(py::module_& m) {
   m.attr("has_hdf5") = false;
 #endif
 
-#if GPUFEED_WITH_OPENCV
+#if GPUFEED_WITH_IMAGES
   py::class_<image_folder, dataset, std::shared_ptr<image_folder>>(m, "ImageFolder",
                                                                    py::dynamic_attr())
       .def(py::init([](std::string const& root, py::kwargs const& kwargs) {
