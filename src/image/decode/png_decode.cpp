@@ -1,6 +1,6 @@
-// PNG through libpng's progressive-free (whole image) reader. libpng reports errors by calling
-// back into us, and the callback leaves libpng by longjmp to the setjmp of the function that
-// called into it; those functions (read_header, read_pixels) hold only trivially destructible
+// PNG through libpng's sequential reader (the whole file in memory). libpng reports errors by
+// calling back into us, and the callback leaves libpng by longjmp to the setjmp of the function
+// that called into it; those functions (read_header, read_pixels) hold only trivially destructible
 // locals, so the jump skips no destructor, and return false after one.
 
 #include "image/decode/png_decode.hpp"
