@@ -8,6 +8,7 @@ device="cuda"). See docs/python.md.
 
 from . import _gpufeed, datasets
 from ._assemble import BatchDict, BatchList, StepInfo
+from ._build_info import BuildPart, build_info
 from .errors import FileError, LoaderTimeoutError, SampleError, SampleFailure, WorkerError
 from .loader import DataLoader, Diagnosis, get_worker_info
 from .progress import SystemMonitor, progress
@@ -18,6 +19,7 @@ set_log_level = _gpufeed.set_log_level
 __all__ = [
     "BatchDict",
     "BatchList",
+    "BuildPart",
     "DataLoader",
     "Diagnosis",
     "FileError",
@@ -27,6 +29,7 @@ __all__ = [
     "StepInfo",
     "SystemMonitor",
     "WorkerError",
+    "build_info",
     "datasets",
     "get_worker_info",
     "progress",

@@ -2,8 +2,8 @@
 the gpufeed wheel, and none of gpufeed's C and C++ libraries: it fails when the wheel lacks one.
 
 Reads, each checked value by value: a Python dataset on worker processes, an HDF5 file
-(deflate, shuffle, checksum), a folder of JPEGs and one of PNGs with every augmentation; then
-prints the versions.
+(deflate, shuffle), a folder of JPEGs and one of PNGs with every augmentation; then prints the
+versions and parts as a user sees them (``python -m gpufeed``).
 
 Usage: python check_in_root.py FOLDER      (FOLDER: what make_data.py wrote)
 """
@@ -65,7 +65,7 @@ def hdf5(folder: Path) -> None:
             check((x[k] == row * 10 + np.arange(8, dtype=np.float32)).all(), f"x[{row}]")
             rows.append(row)
     check(sorted(rows) == list(range(ROWS)), "every row of the HDF5 file once")
-    print(f"check_in_root: HDF5: {ROWS} rows (deflate, shuffle, fletcher32)")
+    print(f"check_in_root: HDF5: {ROWS} rows (deflate, shuffle)")
 
 
 def images(folder: Path, kind: str, tolerance: int) -> None:
@@ -100,10 +100,14 @@ def main() -> None:
     hdf5(folder)
     images(folder, "jpeg", tolerance=4)  # JPEG's colour conversion rounds
     images(folder, "png", tolerance=0)
-    devices, why = gpufeed._gpufeed.cuda_devices()
-    print(f"check_in_root: Python {platform.python_version()}, numpy {np.__version__}, "
-          f"gpufeed {gpufeed.__version__}, glibc {platform.libc_ver()[1]}; CUDA devices: "
-          f"{devices}{'' if devices else ' (' + why + ')'}")
+    info = gpufeed.build_info()
+    check(info["hdf5"].built and info["images"].built and info["cuda"].built,
+          f"the wheel lacks a part: {info}")
+    print(f"check_in_root: glibc {platform.libc_ver()[1]}; python -m gpufeed:")
+    # What a user runs to see the versions and parts: the module entry point itself.
+    sys.stdout.flush()
+    if os.spawnv(os.P_WAIT, sys.executable, [sys.executable, "-m", "gpufeed"]) != 0:
+        raise SystemExit("check_in_root: FAILED: python -m gpufeed")
     print("check_in_root: passed")
 
 

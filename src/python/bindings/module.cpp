@@ -1,14 +1,15 @@
 // gpufeed._gpufeed: the compiled part of the Python package. Each part of the C++ library is
 // bound in a file of its own (batch, datasets, loader, stats, the worker processes); this file
 // makes the module from them and adds the few functions of its own (the log, the shard rule,
-// the CUDA devices). The package's Python files (python/gpufeed/) give it torch's DataLoader
-// interface.
+// the CUDA devices, the build's parts). The package's Python files (python/gpufeed/) give it
+// torch's DataLoader interface.
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <optional>
 
+#include "gpufeed/build_info.hpp"
 #include "gpufeed/log.hpp"
 #include "gpufeed/options.hpp"
 #include "python/bindings/batch.hpp"
@@ -87,6 +88,17 @@ PYBIND11_MODULE(_gpufeed, m) {
       "cuda_devices", [] { return py::make_tuple(0, "gpufeed was built without CUDA (no nvcc)"); },
       "(the CUDA devices this process sees, why none when there are none).");
 #endif
+  m.def(
+      "build_parts",
+      [] {
+        py::list parts;
+        for (auto const& part : gpufeed::build_parts()) {
+          parts.append(py::make_tuple(part.name, part.built, part.detail));
+        }
+        return parts;
+      },
+      "[(name, built, detail)]: the optional parts of this build, the libraries each runs with "
+      "or why it is left out (gpufeed.build_info()).");
   // Stop every loader's workers before the interpreter goes away.
   py::module_::import("atexit").attr("register")(m.attr("_at_exit"));
 }
