@@ -18,7 +18,6 @@ import multiprocessing.reduction
 import os
 import pickle
 import random
-import re
 import signal
 import struct
 import traceback
@@ -286,39 +285,20 @@ class WorkerProcesses:
             self._stop_processes()
             raise
 
-    # How the core says a worker ended when it cannot tell how (the process is not its child).
-    _ENDED = re.compile(r"worker process (\d+) \(pid (\d+)\) ended while")
-
     def explain(self, error, within_s=5.0):
-        """Says in `error` (a WorkerError) how a worker ended where the core could not: a
-        forkserver's workers are the server's children, so only multiprocessing, which hears
-        from the server, knows their exit status."""
-        text = str(error)
-        match = self._ENDED.search(text)
-        if match is None:
+        """Fills in how a dead worker process ended (``error``: a WorkerError) where the core
+        could not tell: a forkserver's workers are the server's children, so only
+        multiprocessing, which hears from the server, knows their exit status."""
+        if error.pid is None or error.exit_status is not None or error.signal is not None:
             return
-        pid = int(match.group(2))
-        code = self._exit_codes.get(pid)
+        code = self._exit_codes.get(error.pid)
         if code is None:
             for p in self.processes:
-                if p.pid == pid:
+                if p.pid == error.pid:
                     p.join(within_s)  # it is dead: the server reports its status at once
-                    code = self._exit_codes[pid] = p.exitcode
-        if code is None:
-            return
-        if code < 0:
-            try:
-                name = signal.Signals(-code).name
-            except ValueError:
-                name = str(-code)
-            how = f"was killed by signal {-code} ({name})"
-        else:
-            how = f"exited with status {code}"
-        text = text.replace(match.group(0), match.group(0).replace("ended", how), 1)
-        if code == -signal.SIGKILL:
-            text += (". The kernel's out-of-memory killer ends processes with SIGKILL: check "
-                     "dmesg, and lower num_workers or the memory each sample takes")
-        error.args = (text,)
+                    code = self._exit_codes[error.pid] = p.exitcode
+        if code is not None:
+            error.ended_with(code)
 
     def close(self, timeout=1.0):
         """Asks every worker to stop after the task in hand; ends (SIGTERM, then SIGKILL) the

@@ -287,7 +287,8 @@ def test_the_timeout_covers_the_first_batch(worker_type):
 
 @pytest.mark.parametrize("error", [
     gpufeed.LoaderTimeoutError("late", 7), gpufeed.FileError("missing", "/data/x.h5"),
-    gpufeed.SampleError("bad", 3, 1, "/data/x.h5", 0), gpufeed.WorkerError("worker 1 died")])
+    gpufeed.SampleError("bad", 3, 1, "/data/x.h5", 0), gpufeed.WorkerError("worker 1 died"),
+    gpufeed.WorkerError.died(1, 4242, signal=9, samples=(3, 4), epoch=2)])
 def test_gpufeeds_exceptions_pickle_and_rebuild_from_their_message(error):
     """A process pool or torch.multiprocessing pickles an exception to send it on; code that
     wraps errors rebuilds one with type(e)(str(e)). Both work, attributes kept by pickle."""
@@ -295,6 +296,40 @@ def test_gpufeeds_exceptions_pickle_and_rebuild_from_their_message(error):
     assert type(again) is type(error) and str(again) == str(error)
     assert vars(again) == vars(error)
     assert str(type(error)(str(error))) == str(error)
+
+
+def test_a_dead_workers_error_says_what_its_fields_say():
+    """A dead worker process's WorkerError carries its account as fields, and its message is
+    made from them: the worker, its pid, how it ended (a status, a signal by name, with the
+    out-of-memory killer's advice for SIGKILL, or only "ended" when unknown) and what it held."""
+    killed = gpufeed.WorkerError.died(1, 4242, signal=9, samples=(3, 4), epoch=2)
+    assert (killed.worker, killed.pid, killed.exit_status, killed.signal, killed.samples,
+            killed.epoch, killed.task) == (1, 4242, None, 9, (3, 4), 2, None)
+    assert str(killed) == (
+        "gpufeed: worker process 1 (pid 4242) was killed by signal 9 (SIGKILL) while reading "
+        "samples 3, 4 of epoch 2; the loader cannot go on (make a new one). The kernel's "
+        "out-of-memory killer ends processes with SIGKILL: check dmesg, and lower num_workers "
+        "or the memory each sample takes")
+
+    exited = gpufeed.WorkerError.died(0, 7, exit_status=3, samples=[6], epoch=0)
+    assert str(exited) == ("gpufeed: worker process 0 (pid 7) exited with status 3 while "
+                           "reading sample 6 of epoch 0; the loader cannot go on (make a new "
+                           "one)")
+
+    unknown = gpufeed.WorkerError.died(0, 7, task="the batch layout")
+    assert (unknown.exit_status, unknown.signal, unknown.samples) == (None, None, ())
+    assert str(unknown) == ("gpufeed: worker process 0 (pid 7) ended while reading the batch "
+                            "layout; the loader cannot go on (make a new one)")
+    unknown.ended_with(-15)  # multiprocessing's exitcode: killed by SIGTERM
+    assert (unknown.exit_status, unknown.signal) == (None, 15)
+    assert "was killed by signal 15 (SIGTERM) while reading the batch layout" in str(unknown)
+    assert "out-of-memory" not in str(unknown)
+    unknown.ended_with(0)
+    assert (unknown.exit_status, unknown.signal) == (0, None)
+    assert "(pid 7) exited with status 0 while" in str(unknown)
+
+    plain = gpufeed.WorkerError("gpufeed: the loader is closed")
+    assert (plain.worker, plain.pid, plain.signal, plain.samples) == (None, None, None, ())
 
 
 def test_errors_from_the_core_name_the_dataloaders_arguments():

@@ -214,15 +214,22 @@ def test_a_worker_killed_mid_batch_raises_worker_error(method):
     gc.collect()
     pids, files = _pids(), _fd_targets()
     loader, it, worker, index = _kill_a_worker_mid_batch(method, report, reports)
+    pid = loader._workers.processes[worker].pid
 
     with hang_guard(DEATH_GUARD_S, "next() after a worker was killed"):
         with pytest.raises(gpufeed.WorkerError) as raised:
             next(it)
-    message = str(raised.value)
+    error = raised.value
     del raised  # its traceback's frames hold the loader
+    message = str(error)
     assert re.search(rf"worker process {worker}\b", message), message
     assert "SIGKILL" in message, message
     assert re.search(rf"\bsample {index}\b", message), message
+    # The same account as data (under forkserver, how it ended comes from multiprocessing).
+    assert (error.worker, error.pid, error.signal, error.exit_status) == (
+        worker, pid, signal.SIGKILL, None)
+    assert index in error.samples and error.epoch == 0
+    del error
 
     with hang_guard(DEATH_GUARD_S, "next() again"):
         with pytest.raises(gpufeed.WorkerError):
@@ -280,6 +287,10 @@ def test_a_worker_that_exits_raises_worker_error_naming_its_status(method):
     assert re.search(r"\bexit\w*\b.*\b3\b", message), message
     assert re.search(r"\bsample 6\b", message), message
     assert "SIGKILL" not in message and "signal" not in message, message
+    assert (raised.value.exit_status, raised.value.signal) == (3, None)
+    assert raised.value.worker in (0, 1) and 6 in raised.value.samples
+    assert isinstance(raised.value.pid, int) and raised.value.pid > 0
+    del raised
     loader.close()
     assert settles_to(_pids, pids) == pids  # a forkserver reaps its children on its own
 

@@ -92,6 +92,21 @@ void raise_sample_error(sample_error const& e) {
   raise_object(exception);
 }
 
+// gpufeed.WorkerError for a dead worker process, its message made in Python from the fields.
+py::object worker_death_of(workers::worker_death const& e) {
+  using ending = workers::worker_death::ending;
+  auto const& held = e.held();
+  py::list samples;
+  for (auto const index : held.indices) samples.append(index);
+  py::object const none = py::none();
+  return error_class("WorkerError")
+      .attr("died")(
+          e.worker(), e.pid(), e.how() == ending::exited ? py::object{py::int_(e.code())} : none,
+          e.how() == ending::killed ? py::object{py::int_(e.code())} : none, py::tuple{samples},
+          held.indices.empty() ? none : py::object{py::int_(held.epoch)},
+          held.indices.empty() ? py::object{py::str(held.task)} : none);
+}
+
 }  // namespace
 
 void register_exception_translation() {
@@ -113,6 +128,8 @@ void register_exception_translation() {
       raise_object(rebuilt(e.pickled(),
                            "gpufeed: the worker process cannot go on, so the "
                            "loader stopped"));
+    } catch (workers::worker_death const& e) {
+      raise(error_class("WorkerError"), worker_death_of(e));
     } catch (worker_error const& e) {
       auto const type = error_class("WorkerError");
       raise(type, type(said(e)));

@@ -19,7 +19,7 @@ void process_dataset::collate_each(link& w, std::span<detail::sample_read> reads
     std::lock_guard const lock{blocks_mutex_};
     block = blocks_[slot];
   }
-  auto const holding = samples_text(reads);
+  auto const holding = held_by(reads);
   auto const grow_to = [&](std::size_t need) {
     std::lock_guard const lock{blocks_mutex_};
     auto const capacity = std::max(need, largest_batch_ + largest_batch_ / 4);

@@ -120,7 +120,8 @@ void process_dataset::release_workers() noexcept {
   released_.store(true, std::memory_order_release);
   for (auto& l : links_) {
     std::lock_guard const lock{l->mutex};
-    if (l->death.empty()) l->death = "gpufeed: the loader is closed";
+    if (!l->death)
+      l->death = std::make_exception_ptr(worker_error{"gpufeed: the loader is closed"});
     l->to_worker = file_descriptor{};
     l->to_main = file_descriptor{};
     l->pidfd.store(-1, std::memory_order_release);
@@ -133,36 +134,73 @@ void process_dataset::release_workers() noexcept {
 // ---- tasks
 // ----------------------------------------------------------------------------------------
 
-void process_dataset::throw_dead(link& w, std::string const& holding) const {
-  std::string how = "ended";
+std::string held_text(held_samples const& held) {
+  if (held.indices.empty()) return held.task;
+  std::string text = held.indices.size() == 1 ? "sample " : "samples ";
+  for (std::size_t k = 0; k < held.indices.size(); ++k) {
+    text += (k == 0 ? "" : ", ") + std::to_string(held.indices[k]);
+  }
+  return text + " of epoch " + std::to_string(held.epoch);
+}
+
+namespace {
+// What C++ callers see; Python formats its own from the fields (gpufeed.WorkerError.died).
+std::string death_text(unsigned worker, int pid, worker_death::ending how, int code,
+                       held_samples const& held) {
+  std::string ended = "ended";
   std::string advice;
+  if (how == worker_death::ending::exited) {
+    ended = "exited with status " + std::to_string(code);
+  } else if (how == worker_death::ending::killed) {
+    ended = "was killed by signal " + std::to_string(code) + " (" + signal_name(code) + ")";
+    if (code == SIGKILL) {
+      advice =
+          ". The kernel's out-of-memory killer ends processes with SIGKILL: check dmesg, "
+          "and lower num_workers or the memory each sample takes";
+    }
+  }
+  return "gpufeed: worker process " + std::to_string(worker) + " (pid " + std::to_string(pid) +
+         ") " + ended + " while reading " + held_text(held) +
+         "; the loader cannot go on (make a new one)" + advice;
+}
+}  // namespace
+
+worker_death::worker_death(unsigned worker, int pid, ending how, int code, held_samples held)
+    : worker_error{death_text(worker, pid, how, code, held)},
+      worker_{worker},
+      pid_{pid},
+      how_{how},
+      code_{code},
+      held_{std::move(held)} {}
+
+void process_dataset::fail(link& w, std::exception_ptr failure) {
+  w.death = failure;
+  std::rethrow_exception(std::move(failure));
+}
+
+void process_dataset::throw_dead(link& w, held_samples const& holding) const {
+  auto how = worker_death::ending::unknown;
+  int code = 0;
   siginfo_t info{};
   auto const pid = w.pid.load(std::memory_order_acquire);
   if (pid > 0 && ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
       info.si_pid == pid) {
     if (info.si_code == CLD_EXITED) {
-      how = "exited with status " + std::to_string(info.si_status);
+      how = worker_death::ending::exited;
+      code = info.si_status;
     } else if (info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED) {
-      how = "was killed by signal " + std::to_string(info.si_status) + " (" +
-            signal_name(info.si_status) + ")";
-      if (info.si_status == SIGKILL) {
-        advice =
-            ". The kernel's out-of-memory killer ends processes with SIGKILL: check dmesg, "
-            "and lower num_workers or the memory each sample takes";
-      }
+      how = worker_death::ending::killed;
+      code = info.si_status;
     }
   }
-  w.death = "gpufeed: worker process " + std::to_string(w.id) + " (pid " + std::to_string(pid) +
-            ") " + how + " while reading " + holding +
-            "; the loader cannot go on (make a new one)" + advice;
-  throw worker_error{w.death};
+  fail(w, std::make_exception_ptr(worker_death{w.id, pid, how, code, holding}));
 }
 
 void process_dataset::throw_fatal(link& w) const {
   payload_reader in{std::span<std::byte const>{w.box->payload, w.box->bytes}};
   std::string text{in.get_bytes()};
   std::string pickled{in.get_bytes()};
-  w.death = text;
+  w.death = std::make_exception_ptr(worker_error{text});
   throw remote_worker_error{text, std::move(pickled)};
 }
 
@@ -176,7 +214,7 @@ void process_dataset::send_layout(link& w, std::atomic<bool> const* stop) const 
   }
   if (exchange(
           w, task_kind::layout, [&](payload_writer& out) { put_layout(out, layout); },
-          "the batch layout", stop) == reply_status::fatal) {
+          held_samples{{}, 0, "the batch layout"}, stop) == reply_status::fatal) {
     throw_fatal(w);
   }
   w.layout_sent = true;
@@ -247,7 +285,7 @@ void process_dataset::read_each(std::span<detail::sample_read> reads) const {
             }
           }
         },
-        samples_text(reads), stop);
+        held_by(reads), stop);
     if (status == reply_status::fatal) throw_fatal(w);
     std::vector<sample_view> outs;
     std::vector<std::size_t> ids;
@@ -266,8 +304,8 @@ void process_dataset::read_each(std::span<detail::sample_read> reads) const {
     throw;  // the loader stops, saying what did not fit
   } catch (std::exception const& e) {
     // The channel itself failed (a message cut short, a system call): no sample's fault.
-    w.death = std::string{"gpufeed: worker process "} + std::to_string(w.id) + ": " + e.what();
-    throw worker_error{w.death};
+    fail(w, std::make_exception_ptr(worker_error{std::string{"gpufeed: worker process "} +
+                                                 std::to_string(w.id) + ": " + e.what()}));
   }
 }
 
@@ -282,7 +320,7 @@ std::unique_ptr<detail::staged_sample> process_dataset::stage(std::size_t index,
   auto& w = *links_[ctx.worker % links_.size()];
   std::lock_guard const lock{w.mutex};
   auto const token = ++w.next_token;
-  auto const holding = "sample " + std::to_string(index) + " of epoch " + std::to_string(ctx.epoch);
+  held_samples const holding{{index}, ctx.epoch, {}};
   if (exchange(
           w, task_kind::stage,
           [&](payload_writer& out) {
@@ -333,7 +371,7 @@ void process_dataset::write_staged(unsigned worker, std::uint64_t token, sample_
               msg.put<std::uint64_t>(arena_->offset_of(out.bytes(f).data()));
             }
           },
-          "a staged sample", nullptr) == reply_status::fatal) {
+          held_samples{{}, 0, "a staged sample"}, nullptr) == reply_status::fatal) {
     throw_fatal(w);
   }
   std::exception_ptr failure;
@@ -346,11 +384,11 @@ void process_dataset::drop_staged(unsigned worker, std::uint64_t token) const no
   try {
     auto& w = *links_.at(worker);
     std::lock_guard const lock{w.mutex};
-    if (!w.death.empty()) return;
+    if (w.death) return;
     std::atomic<bool> const give_up{true};  // a worker busy elsewhere keeps it: no wait
     (void)exchange(
         w, task_kind::drop_staged, [&](payload_writer& out) { out.put<std::uint64_t>(token); },
-        "a staged sample", &give_up);
+        held_samples{{}, 0, "a staged sample"}, &give_up);
   } catch (...) {
     // it goes with the worker
   }

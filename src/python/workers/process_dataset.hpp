@@ -8,7 +8,8 @@
 // One task per claim (dataset::read_each), posted in the worker's mailbox (mailbox.hpp); the
 // layout comes from the first sample a worker reads (dataset::stage), and every worker gets it
 // before its first read. Text leaves come back in the reply and are kept here, without Python.
-// A dead worker is a worker_error naming it, how it ended and the samples it held.
+// A dead worker is a worker_death: which worker, its pid, how it ended and the samples it held,
+// as fields, which Python formats (gpufeed.WorkerError).
 
 #include <pybind11/pybind11.h>
 
@@ -60,6 +61,40 @@ class remote_worker_error : public worker_error {
 
  private:
   std::string pickled_;
+};
+
+/// What a worker process held when it died: samples of an epoch, or, holding none, a task
+/// named in words ("the batch layout", "a staged sample").
+struct held_samples {
+  std::vector<std::size_t> indices;
+  std::uint64_t epoch = 0;
+  std::string task;  ///< what the worker was doing when `indices` is empty
+};
+
+/// "sample 3 of epoch 0", "samples 3, 4 of epoch 0", or the task: for messages.
+[[nodiscard]] std::string held_text(held_samples const& held);
+
+/// A worker process that died. How it ended is known where the process is the loader's child
+/// (fork, spawn); a forkserver's workers are the server's children, whose status only
+/// multiprocessing hears: there `how()` is `ending::unknown`, and Python fills it in.
+class worker_death : public worker_error {
+ public:
+  enum class ending { unknown, exited, killed };
+  /// `code`: the exit status (`exited`), the signal (`killed`), or 0 (`unknown`).
+  worker_death(unsigned worker, int pid, ending how, int code, held_samples held);
+
+  [[nodiscard]] unsigned worker() const noexcept { return worker_; }
+  [[nodiscard]] int pid() const noexcept { return pid_; }
+  [[nodiscard]] ending how() const noexcept { return how_; }
+  [[nodiscard]] int code() const noexcept { return code_; }
+  [[nodiscard]] held_samples const& held() const noexcept { return held_; }
+
+ private:
+  unsigned worker_;
+  int pid_;
+  ending how_;
+  int code_;
+  held_samples held_;
 };
 
 class process_dataset final : public detail::adapted_dataset {
@@ -143,9 +178,9 @@ class process_dataset final : public detail::adapted_dataset {
   struct link;
 
   /// Posts a task to `w` (its mutex held by the caller), written by `write(payload_writer&)`,
-  /// and waits for the reply; `holding` names the samples for a death's message.
+  /// and waits for the reply; `holding` is what a death reports the worker held.
   template <class Write>
-  reply_status exchange(link& w, task_kind kind, Write const& write, std::string const& holding,
+  reply_status exchange(link& w, task_kind kind, Write const& write, held_samples const& holding,
                         std::atomic<bool> const* stop) const;
   /// Sends the loader's layout to `w` once, before its first read or write.
   void send_layout(link& w, std::atomic<bool> const* stop) const;
@@ -157,7 +192,10 @@ class process_dataset final : public detail::adapted_dataset {
   [[noreturn]] void throw_fatal(link& w) const;
   /// A whole batch, made by the worker's collate_fn into the slot's block.
   void collate_each(link& w, std::span<detail::sample_read> reads) const;
-  [[noreturn]] void throw_dead(link& w, std::string const& holding) const;
+  /// Throws the worker_death of `w`, whose process is gone, holding `holding`.
+  [[noreturn]] void throw_dead(link& w, held_samples const& holding) const;
+  /// Throws `w`'s failure, kept so that every later task of `w` throws it again.
+  [[noreturn]] static void fail(link& w, std::exception_ptr failure);
 
   std::size_t size_;
   bool collate_;

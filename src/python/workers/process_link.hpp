@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <exception>
 #include <mutex>
 #include <span>
 #include <string>
@@ -20,13 +21,13 @@ namespace gpufeed::python::workers {
 // How often a wait for a worker checks whether the loader stopped (a death is seen at once).
 inline constexpr int stop_check_ms = 100;
 
-/// "sample 3 of epoch 0", "samples 3, 4 of epoch 0": the samples of a task, for messages.
-inline std::string samples_text(std::span<detail::sample_read const> reads) {
-  std::string text = reads.size() == 1 ? "sample " : "samples ";
-  for (std::size_t k = 0; k < reads.size(); ++k) {
-    text += (k == 0 ? "" : ", ") + std::to_string(reads[k].index);
-  }
-  return text + " of epoch " + std::to_string(reads.front().context.epoch);
+/// The samples of a task, for a death's account.
+inline held_samples held_by(std::span<detail::sample_read const> reads) {
+  held_samples held;
+  held.indices.reserve(reads.size());
+  for (auto const& r : reads) held.indices.push_back(r.index);
+  held.epoch = reads.front().context.epoch;
+  return held;
 }
 
 struct process_dataset::link {
@@ -44,18 +45,18 @@ struct process_dataset::link {
   std::uint64_t sequence = 0;
   bool layout_sent = false;
   std::uint64_t next_token = 0;
-  std::string death;  // how it ended, once it did: every later task fails so
+  std::exception_ptr death;  // how it ended, once it did: every later task throws it again
 };
 
 template <class Write>
 reply_status process_dataset::exchange(link& w, task_kind kind, Write const& write,
-                                       std::string const& holding,
+                                       held_samples const& holding,
                                        std::atomic<bool> const* stop) const {
-  if (!w.death.empty()) throw worker_error{w.death};
+  if (w.death) std::rethrow_exception(w.death);
   auto const answered = [&] {
     return w.box->answered.load(std::memory_order_acquire) == w.sequence;
   };
-  auto const await = [&](std::string const& what) {
+  auto const await = [&](held_samples const& what) {
     while (!answered()) {
       switch (wait_event(w.to_main.get(), w.pidfd.load(std::memory_order_acquire), stop_check_ms)) {
         case wait_result::ready:
@@ -71,13 +72,13 @@ reply_status process_dataset::exchange(link& w, task_kind kind, Write const& wri
           }
           if (stop != nullptr && stop->load(std::memory_order_relaxed)) {
             throw worker_error{"gpufeed: the loader stopped while worker " + std::to_string(w.id) +
-                               " was reading " + what};
+                               " was reading " + held_text(what)};
           }
           break;
       }
     }
   };
-  await("an earlier task");  // one abandoned when the loader stopped
+  await(held_samples{{}, 0, "an earlier task"});  // one abandoned when the loader stopped
   payload_writer out{std::span{w.box->payload, mailbox_payload_bytes}};
   write(out);
   w.box->kind = static_cast<std::uint32_t>(kind);
