@@ -13,25 +13,24 @@ __all__ = ["make_native_dataset"]
 _ITERABLE_PLACES = 1 << 40
 
 
-def make_native_dataset(dataset, *, worker_type, why, workers_count, num_workers, iterable,
-                        collate, collate_fn, worker_init_fn, multiprocessing_context, generator,
-                        drop_last, held_batches_budget):
-    """(native, structure, worker_processes). ``structure``: the sample's, where it is known
-    before a worker reads the first sample, else None ("collated": a collate_fn's batches carry
-    their own). ``worker_processes``: the _workers.WorkerProcesses that read for the loader,
+def make_native_dataset(dataset, *, plan, iterable, collate, collate_fn, worker_init_fn,
+                        multiprocessing_context, generator, drop_last, held_batches_budget):
+    """(native, structure, worker_processes), read by the workers of ``plan`` (a WorkerPlan).
+    ``structure``: the sample's, where it is known before a worker reads the first sample, else
+    None ("collated": a collate_fn's batches carry their own). ``worker_processes``: the _workers.WorkerProcesses that read for the loader,
     None for threads."""
-    if worker_type == "process":
+    if plan.kind == "process":
         native = _gpufeed.ProcessDataset(
-            _ITERABLE_PLACES if iterable else len(dataset), workers_count,
+            _ITERABLE_PLACES if iterable else len(dataset), plan.processes,
             collate=collate, iterable=iterable,
             collate_budget=held_batches_budget if held_batches_budget is not None
             else quarter_of_memory())
         processes = _workers.WorkerProcesses(
-            native, dataset, workers_count, multiprocessing_context, worker_init_fn,
+            native, dataset, plan.processes, multiprocessing_context, worker_init_fn,
             seed_from(generator), collate_fn if collate else None,
             iterable=iterable, drop_last=bool(drop_last))
-        _gpufeed.log("info", f"{workers_count} worker processes ({processes.start_method}): "
-                     f"{why}; they write samples into a ring this process shares with them")
+        _gpufeed.log("info", f"{plan.processes} worker processes ({processes.start_method}): "
+                     f"{plan.why}; they write samples into a ring this process shares with them")
         return native, "collated" if collate else None, processes
     if isinstance(dataset, _gpufeed.Dataset):
         structure = getattr(dataset, "_gpufeed_structure", None) or (
@@ -42,5 +41,6 @@ def make_native_dataset(dataset, *, worker_type, why, workers_count, num_workers
                      "whose workers run no Python")
         return dataset, structure, None
     native = _gpufeed.PythonDataset(dataset, worker_init_fn)
-    _gpufeed.log("info", f"{max(1, num_workers)} worker threads: {why}")
+    count = "autotuned" if plan.workers == "auto" else plan.workers
+    _gpufeed.log("info", f"{count} worker threads: {plan.why}")
     return native, None, None

@@ -1,9 +1,14 @@
 """The options of gpufeed's C++ loader (``_gpufeed.Loader``), from gpufeed.DataLoader's
-checked arguments: torch's meaning of num_workers and prefetch_factor as the ring's workers and
-depth, seeds drawn as torch draws them, and the other options in the C++ loader's terms."""
+checked arguments: how many workers read and the ring's depth (worker_plan, the one place that
+decides them), seeds drawn as torch draws them, and the other options in the C++ loader's terms."""
+
+from __future__ import annotations
 
 import os
+from typing import Literal, NamedTuple
 
+from . import _gpufeed
+from ._arguments import worker_kind
 from ._notes import say_once
 
 try:  # torch is optional: without it, seeds come from the operating system
@@ -11,7 +16,8 @@ try:  # torch is optional: without it, seeds come from the operating system
 except ImportError:  # pragma: no cover - exercised where torch is absent
     torch = None  # type: ignore[assignment]
 
-__all__ = ["core_options", "quarter_of_memory", "ring_shape", "seed_from", "signed_64"]
+__all__ = ["WorkerPlan", "core_options", "quarter_of_memory", "seed_from", "signed_64",
+           "worker_plan"]
 
 
 def seed_from(generator):
@@ -49,30 +55,65 @@ def largest_batch(batch_sampler):
     return max((len(b) for b in batch_sampler), default=1)
 
 
-def ring_shape(num_workers, prefetch_factor, prefetch_depth, autotune):
-    """(workers, prefetch_depth) of the C++ loader: "auto" for both with autotune."""
-    if autotune:
-        workers = "auto"
-    elif num_workers == 0:
-        workers = 1
-        say_once("num_workers0", "num_workers=0: gpufeed reads on one worker thread (torch "
-                 "would read in the main process); set num_workers for more")
+class WorkerPlan(NamedTuple):
+    """Who reads for a loader, and the ring they fill.
+
+    Args:
+        kind: ``"process"`` or ``"thread"``.
+        why: Why that kind, for the log.
+        processes: The worker processes to start; None where threads read.
+        workers: The C++ loader's worker threads: a number (one drives each worker process), or
+            ``"auto"``: its autotuner chooses, up to ``_gpufeed.auto_worker_threads()``.
+        prefetch_depth: The ring's slots, or ``"auto"`` (the autotuner sizes the ring).
+    """
+
+    kind: Literal["process", "thread"]
+    why: str
+    processes: int | None
+    workers: int | str
+    prefetch_depth: int | str
+
+
+def worker_plan(*, num_workers: int, worker_type: str, python_dataset: bool, autotune: bool,
+                prefetch_factor: int | None, prefetch_depth: int | str | None) -> WorkerPlan:
+    """The one rule for how many workers read and how deep the ring is (a WorkerPlan).
+
+    - Kind: gpufeed.datasets read on threads; a Python dataset as ``worker_type`` says, its
+      ``"auto"`` being processes, or threads where there is no GIL or ``num_workers=0``.
+    - Threads: ``num_workers`` of them (one for 0, where torch reads in the main process), or
+      ``"auto"`` with ``autotune``.
+    - Processes: ``num_workers`` (one for 0); with ``autotune`` and ``num_workers=0``, as many
+      as gpufeed would start threads (the usable cores, at most 64): a process's count is fixed
+      when it starts, so the tuner cannot add any later.
+    - Depth: ``prefetch_depth`` where given; ``"auto"`` with ``autotune``; else torch's
+      ``prefetch_factor`` (2) batches per worker in flight, plus the batch the training loop
+      still holds while it asks for the next one.
+    """
+    kind, why = worker_kind(worker_type, python_dataset, num_workers)
+    processes: int | None = None
+    workers: int | str
+    if kind == "process":
+        processes = num_workers or (_gpufeed.auto_worker_threads() if autotune else 1)
+        workers = processes  # one worker thread drives each process
     else:
-        workers = num_workers
+        if autotune:
+            workers = "auto"
+        else:
+            workers = max(1, num_workers)
+            if num_workers == 0:
+                say_once("num_workers0", "num_workers=0: gpufeed reads on one worker thread "
+                         "(torch would read in the main process); set num_workers for more")
     if prefetch_depth is None:
         if autotune:
             prefetch_depth = "auto"
         else:
-            # torch keeps prefetch_factor batches per worker in flight; the ring also holds
-            # the batch the training loop's variable still refers to while it asks for the
-            # next one: one slot more.
             factor = 2 if prefetch_factor is None else prefetch_factor
             prefetch_depth = factor * max(1, num_workers) + 1
             say_once(("prefetch", factor, num_workers),
                      f"prefetch_factor={factor} x {max(1, num_workers)} workers + the batch "
                      f"in use: a ring of {prefetch_depth} batches (set prefetch_depth to "
                      "choose it directly)")
-    return workers, prefetch_depth
+    return WorkerPlan(kind, why, processes, workers, prefetch_depth)
 
 
 def core_options(*, batch_size, batch_sampler, workers, prefetch_depth, accumulation_steps,

@@ -20,13 +20,13 @@ import numpy as np
 from . import _gpufeed, _workers
 from ._arguments import (check_batching, check_collate, check_device, check_iterable,
                          check_num_workers, check_on_error, check_output, check_prefetch_factor,
-                         check_timeout, worker_kind)
+                         check_timeout)
 from ._assemble import StepInfo, build, text_fields, unbatched
 from ._diagnosis import Diagnosis
 from ._iterator import LoaderIterator
 from ._native_dataset import make_native_dataset
 from ._notes import note_arguments_taken_otherwise, say_once
-from ._options import core_options, ring_shape
+from ._options import core_options, worker_plan
 from ._samplers import ShardBatchSampler, ShardSampler
 from ._shard import agreed_seed, expect_sharding_sampler, shard_now
 from ._worker_info import get_worker_info
@@ -221,15 +221,12 @@ class DataLoader(Generic[T_co]):
 
         # Who reads: threads, or worker processes writing into a ring this process shares.
         python_dataset = not isinstance(dataset, _gpufeed.Dataset)
-        self.worker_type, why = worker_kind(worker_type, python_dataset, num_workers)
-        if self.worker_type == "process":
-            workers_count = max(1, num_workers) if not autotune else (
-                num_workers or len(os.sched_getaffinity(0)))
-        else:
-            workers_count = None
+        self._plan = worker_plan(num_workers=num_workers, worker_type=worker_type,
+                                 python_dataset=python_dataset, autotune=autotune,
+                                 prefetch_factor=prefetch_factor, prefetch_depth=prefetch_depth)
+        self.worker_type = self._plan.kind
         self._native_dataset, self._structure, self._workers = make_native_dataset(
-            dataset, worker_type=self.worker_type, why=why, workers_count=workers_count,
-            num_workers=num_workers, iterable=self._iterable, collate=self._collate,
+            dataset, plan=self._plan, iterable=self._iterable, collate=self._collate,
             collate_fn=collate_fn, worker_init_fn=worker_init_fn,
             multiprocessing_context=multiprocessing_context, generator=generator,
             drop_last=drop_last, held_batches_budget=held_batches_budget)
@@ -261,24 +258,20 @@ class DataLoader(Generic[T_co]):
                 self.batch_sampler = ShardBatchSampler(self, self.sampler)
 
         # Workers and the ring.
-        workers, prefetch_depth = ring_shape(num_workers, prefetch_factor, prefetch_depth,
-                                             autotune)
         note_arguments_taken_otherwise(
             pin_memory=pin_memory, device_index=device_index,
             pin_memory_device=pin_memory_device, multiprocessing_context=multiprocessing_context,
             worker_type=self.worker_type, persistent_workers=persistent_workers,
             num_workers=num_workers, in_order=in_order)
         options = core_options(
-            batch_size=batch_size, batch_sampler=batch_sampler, workers=workers,
-            prefetch_depth=prefetch_depth, accumulation_steps=accumulation_steps,
+            batch_size=batch_size, batch_sampler=batch_sampler, workers=self._plan.workers,
+            prefetch_depth=self._plan.prefetch_depth, accumulation_steps=accumulation_steps,
             shuffle=shuffle, seed=seed, order=order, chunk_window=chunk_window,
             drop_last=drop_last, drop_last_step=drop_last_step, on_error=on_error,
             timeout=timeout, stall_warning=stall_warning, rank=self._shard.rank,
             world_size=self._shard.world_size,
             held_batches_budget=held_batches_budget, trace_events=trace_events,
             transforms=transforms, device_index=device_index, collate=self._collate)
-        if self.worker_type == "process":
-            options["workers"] = workers_count  # one worker thread drives each process
         self._start_core(options)
 
         self._next_epoch = 0
@@ -441,7 +434,9 @@ class DataLoader(Generic[T_co]):
         else:
             order = "in dataset order"
         kind = "processes" if self.worker_type == "process" else "threads"
-        lines = [f"{self._shard}: {order}", f"{max(1, self.num_workers)} worker {kind}"]
+        workers = (f"{self._plan.workers} worker {kind}" if self._plan.workers != "auto" else
+                   f"up to {_gpufeed.auto_worker_threads()} worker {kind} (autotune)")
+        lines = [f"{self._shard}: {order}", workers]
         plan = self._core.plan
         lines.append(plan.rstrip("\n") if plan else
                      "the ring and the epoch's plan: once the first sample has been read")

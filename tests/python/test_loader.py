@@ -412,3 +412,84 @@ def test_samples_of_zero_bytes_batch_as_torch_batches_them(worker_type, device):
     for a, b in zip(ours, theirs):
         assert a.is_cuda == (device == "cuda")
         assert_same(a.cpu(), b)
+
+
+# ---- how many workers read, and the ring's depth ----------------------------------------------
+
+_NATIVE, _PYTHON = False, True
+
+
+@pytest.mark.parametrize("args, expected", [
+    # gpufeed.datasets: threads, one for num_workers=0; the depth is torch's prefetch_factor
+    # (2) batches per worker, plus the one in use.
+    (dict(num_workers=0, worker_type="auto", python_dataset=_NATIVE), ("thread", None, 1, 3)),
+    (dict(num_workers=4, worker_type="thread", python_dataset=_NATIVE), ("thread", None, 4, 9)),
+    (dict(num_workers=4, worker_type="auto", python_dataset=_NATIVE, autotune=True),
+     ("thread", None, "auto", "auto")),
+    # a Python dataset on threads
+    (dict(num_workers=0, worker_type="thread", python_dataset=_PYTHON), ("thread", None, 1, 3)),
+    (dict(num_workers=3, worker_type="thread", python_dataset=_PYTHON, autotune=True),
+     ("thread", None, "auto", "auto")),
+    # a Python dataset on processes: one worker thread drives each
+    (dict(num_workers=3, worker_type="process", python_dataset=_PYTHON), ("process", 3, 3, 7)),
+    (dict(num_workers=0, worker_type="process", python_dataset=_PYTHON), ("process", 1, 1, 3)),
+    (dict(num_workers=2, worker_type="process", python_dataset=_PYTHON, autotune=True),
+     ("process", 2, 2, "auto")),
+    # prefetch_factor and prefetch_depth shape the ring, autotune or not
+    (dict(num_workers=2, worker_type="process", python_dataset=_PYTHON, prefetch_factor=4),
+     ("process", 2, 2, 9)),
+    (dict(num_workers=2, worker_type="thread", python_dataset=_NATIVE, autotune=True,
+          prefetch_depth=5), ("thread", None, "auto", 5)),
+])
+def test_worker_plan_is_the_rule_for_workers_and_the_ring(args, expected):
+    from gpufeed._options import worker_plan
+
+    args = dict(dict(autotune=False, prefetch_factor=None, prefetch_depth=None), **args)
+    plan = worker_plan(**args)
+    assert (plan.kind, plan.processes, plan.workers, plan.prefetch_depth) == expected
+
+
+def test_worker_plan_lets_a_python_dataset_choose_its_kind():
+    """worker_type="auto": processes for a Python dataset where the GIL would serialize
+    threads, threads with num_workers=0; gpufeed.datasets refuse processes."""
+    from gpufeed._arguments import free_threaded
+    from gpufeed._options import worker_plan
+
+    def plan(num_workers, worker_type, python_dataset):
+        return worker_plan(num_workers=num_workers, worker_type=worker_type,
+                           python_dataset=python_dataset, autotune=False, prefetch_factor=None,
+                           prefetch_depth=None)
+
+    chosen = plan(2, "auto", _PYTHON)
+    assert (chosen.kind, chosen.processes) == (
+        ("thread", None) if free_threaded() else ("process", 2))
+    assert plan(0, "auto", _PYTHON).kind == "thread"
+    with pytest.raises(ValueError, match="worker_type='process': gpufeed.datasets"):
+        plan(2, "process", _NATIVE)
+
+
+def test_autotune_starts_as_many_worker_processes_as_gpufeed_would_start_threads():
+    """With autotune and num_workers=0 a Python dataset's worker processes are the usable
+    cores, at most 64: the count the C++ autotuner starts threads with (its most)."""
+    from gpufeed._options import worker_plan
+
+    expected = min(len(os.sched_getaffinity(0)), 64)
+    assert gpufeed._gpufeed.auto_worker_threads() == expected
+    plan = worker_plan(num_workers=0, worker_type="process", python_dataset=_PYTHON,
+                       autotune=True, prefetch_factor=None, prefetch_depth=None)
+    assert (plan.processes, plan.workers, plan.prefetch_depth) == (expected, expected, "auto")
+    loader = gpufeed.DataLoader(Indices(8), batch_size=2, worker_type="process", autotune=True)
+    try:  # never iterated: no process starts, but the ring's links are made for them
+        assert loader._native_dataset.workers == expected
+        assert f"{expected} worker processes" in loader.describe()
+    finally:
+        loader.close()
+
+
+def test_describe_says_autotune_chooses_the_worker_threads():
+    loader = gpufeed.DataLoader(Indices(8), batch_size=2, worker_type="thread", autotune=True)
+    try:
+        assert (f"up to {gpufeed._gpufeed.auto_worker_threads()} worker threads (autotune)"
+                in loader.describe())
+    finally:
+        loader.close()

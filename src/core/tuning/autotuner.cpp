@@ -109,12 +109,16 @@ std::size_t default_memory_budget() noexcept {
   return physical > 0 ? std::min(physical / 8, 4 * gib) : std::size_t{256} << 20;
 }
 
+unsigned auto_worker_threads(autotune_options const& autotune) noexcept {
+  return autotune.max_workers > 0 ? autotune.max_workers
+                                  : std::min(usable_cpus(), max_default_workers);
+}
+
 autotune_plan plan_autotune(loader_options const& o, std::size_t slot_bytes) {
   autotune_plan plan;
   if (o.workers == auto_workers) {
     auto const cores = usable_cpus();
-    plan.threads =
-        o.autotune.max_workers > 0 ? o.autotune.max_workers : std::min(cores, max_default_workers);
+    plan.threads = auto_worker_threads(o.autotune);
     plan.start_workers = std::min(plan.threads, std::max(2U, cores / 2));
   } else {
     plan.threads = o.workers;

@@ -81,10 +81,15 @@ struct autotune_plan {
   std::size_t budget_bytes = 0;  // the memory budget the slots were sized by (auto depth)
 };
 
-/// Resolves the automatic settings: threads = autotune.max_workers or the usable cores (the
-/// affinity mask, at most 64); slots = min(autotune.max_depth, budget / slot_bytes) with
-/// budget = autotune.memory_budget or default_memory_budget() (and, on the CUDA path, the
-/// pinned budget). Manual settings are passed through unchanged.
+/// The worker threads `workers = auto_workers` starts (the most the tuner may use):
+/// `autotune.max_workers`, or the usable cores (the affinity mask), at most 64. Python's loader
+/// starts this many worker processes when it lets gpufeed choose.
+[[nodiscard]] unsigned auto_worker_threads(autotune_options const& autotune) noexcept;
+
+/// Resolves the automatic settings: threads = auto_worker_threads(); slots =
+/// min(autotune.max_depth, budget / slot_bytes) with budget = autotune.memory_budget or
+/// default_memory_budget() (and, on the CUDA path, the pinned budget). Manual settings are passed
+/// through unchanged.
 [[nodiscard]] autotune_plan plan_autotune(loader_options const& options, std::size_t slot_bytes);
 
 /// The default memory budget of an automatic ring: 1/8 of physical memory, at most 4 GiB

@@ -6,6 +6,8 @@
 #include <memory>
 #include <string>
 
+#include "core/tuning/autotuner.hpp"
+#include "gpufeed/options.hpp"
 #include "python/bindings/batch.hpp"
 #include "python/workers/process_dataset.hpp"
 #include "python/workers/worker_loop.hpp"
@@ -61,6 +63,11 @@ void bind_workers(py::module_& m) {
           py::arg("batch"),
           "(the bytes collate_fn's output takes, as a uint8 exporter that keeps the batch leased, "
           "or None when an iterable dataset's worker had no more samples; that worker).");
+
+  m.def(
+      "auto_worker_threads", [] { return detail::auto_worker_threads(autotune_options{}); },
+      "The workers gpufeed starts when it chooses their number (autotune): the usable cores, "
+      "at most 64.");
 
   m.def(
       "_worker_loop",
