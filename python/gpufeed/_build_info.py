@@ -34,7 +34,7 @@ def describe_build() -> str:
     try:
         import torch
 
-        torch_version = torch.__version__
+        torch_version = str(torch.__version__)
     except ImportError:
         torch_version = "not installed (batches are numpy arrays)"
     lines = [f"gpufeed {_gpufeed.__version__} on Python {platform.python_version()} "
