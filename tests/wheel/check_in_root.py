@@ -2,8 +2,8 @@
 the gpufeed wheel, and none of gpufeed's C and C++ libraries: it fails when the wheel lacks one.
 
 Reads, each checked value by value: a Python dataset on worker processes, an HDF5 file
-(deflate, shuffle), a folder of JPEGs and one of PNGs with every augmentation; then prints the
-versions and parts as a user sees them (``python -m gpufeed``).
+(deflate, shuffle, szip), a folder of JPEGs and one of PNGs with every augmentation; then prints
+the versions and parts as a user sees them (``python -m gpufeed``).
 
 Usage: python check_in_root.py FOLDER      (FOLDER: what make_data.py wrote)
 """
@@ -55,17 +55,18 @@ def python_dataset() -> None:
 
 
 def hdf5(folder: Path) -> None:
-    dataset = datasets.HDF5(folder / "points.h5", ["x", "y"])
+    dataset = datasets.HDF5(folder / "points.h5", ["x", "y", "z"])
     rows: list[int] = []
     for batch in gpufeed.DataLoader(dataset, batch_size=10, num_workers=2):
-        x, y = np.asarray(batch["x"]), np.asarray(batch["y"])
+        x, y, z = np.asarray(batch["x"]), np.asarray(batch["y"]), np.asarray(batch["z"])
         for k in range(len(y)):
             row = int(y[k]) // 3
             check(int(y[k]) == row * 3, f"y[{row}]")
             check((x[k] == row * 10 + np.arange(8, dtype=np.float32)).all(), f"x[{row}]")
+            check(int(z[k]) == row * 7, f"z[{row}] (szip)")
             rows.append(row)
     check(sorted(rows) == list(range(ROWS)), "every row of the HDF5 file once")
-    print(f"check_in_root: HDF5: {ROWS} rows (deflate, shuffle)")
+    print(f"check_in_root: HDF5: {ROWS} rows (deflate, shuffle, szip)")
 
 
 def images(folder: Path, kind: str, tolerance: int) -> None:

@@ -1,7 +1,7 @@
 """Writes the files tests/wheel/check_in_root.py reads: an HDF5 file with the filters users'
-files carry, and folders of JPEGs and PNGs (two classes each, one flat colour per class, so that
-every crop, resize and flip of them has known pixels). Runs beside the project (h5py and Pillow),
-not in the root the check runs in, which has neither.
+files carry (deflate, shuffle, szip), and folders of JPEGs and PNGs (two classes each, one flat
+colour per class, so that every crop, resize and flip of them has known pixels). Runs beside the
+project (h5py and Pillow), not in the root the check runs in, which has neither.
 
 Usage: python make_data.py FOLDER
 """
@@ -25,6 +25,9 @@ def write_hdf5(path: Path) -> None:
                          chunks=(16, 8), compression="gzip", shuffle=True)
         f.create_dataset("y", data=np.arange(ROWS, dtype=np.int64) * 3, chunks=(32,),
                          compression="gzip")
+        # szip (libaec), the filter of many instrument and climate files.
+        f.create_dataset("z", data=np.arange(ROWS, dtype=np.int32) * 7, chunks=(32,),
+                         compression="szip")
 
 
 def write_images(folder: Path, fmt: str, sizes: tuple[tuple[int, int], ...]) -> None:
