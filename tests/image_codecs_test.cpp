@@ -14,6 +14,7 @@
 #include "gpufeed/detail/image_pipeline.hpp"
 #include "gpufeed/error.hpp"
 #include "image/decode/image_format.hpp"
+#include "support/image_sample.hpp"
 #include "support/image_writers.hpp"
 #include "support/temp_dir.hpp"
 #if GPUFEED_WITH_OPENCV
@@ -181,9 +182,9 @@ TEST(image_codecs_test, AFolderOfJpegsAndPngsReadsWithEveryAugmentation) {
   ASSERT_EQ(b.size(), 6U);
   std::size_t changed = 0;
   for (std::size_t i = 0; i < b.size(); ++i) {
-    auto const first = gpufeed::test::read_image(b, i, 7 + i);
-    EXPECT_EQ(first, gpufeed::test::read_image(b, i, 7 + i)) << i;
-    if (first != gpufeed::test::read_image(a, i, 7 + i)) ++changed;
+    auto const first = gpufeed::test::read_sample(b, i, 7 + i).image;
+    EXPECT_EQ(first, gpufeed::test::read_sample(b, i, 7 + i).image) << i;
+    if (first != gpufeed::test::read_sample(a, i, 7 + i).image) ++changed;
   }
   EXPECT_GE(changed, 5U);
 }

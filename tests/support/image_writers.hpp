@@ -1,7 +1,6 @@
 #pragma once
 // Encoders for the image suites that run without OpenCV: PNGs of any colour type, bit depth and
-// interlacing written with libpng, baseline JPEGs with libjpeg, uncompressed BMPs by hand; and a
-// sample read as a worker reads it.
+// interlacing written with libpng, baseline JPEGs with libjpeg, uncompressed BMPs by hand.
 
 #include <png.h>
 
@@ -18,9 +17,6 @@
 #include <vector>
 
 #include <jpeglib.h>
-
-#include "gpufeed/dataset.hpp"
-#include "gpufeed/detail/slot_layout.hpp"
 
 namespace gpufeed::test {
 
@@ -189,20 +185,6 @@ inline void write_file(std::filesystem::path const& path, std::span<unsigned cha
   std::ofstream out{path, std::ios::binary};
   out.write(reinterpret_cast<char const*>(bytes.data()),
             static_cast<std::streamsize>(bytes.size()));
-}
-
-// The image of sample `index` of `d`, read with `seed` as a worker reads it.
-inline std::vector<std::uint8_t> read_image(gpufeed::dataset const& d, std::size_t index,
-                                            std::uint64_t seed = 0) {
-  gpufeed::detail::slot_layout layout{d.spec(), 1};
-  std::vector<std::byte> slot(layout.slot_bytes(), std::byte{0xAB});
-  gpufeed::read_context ctx;
-  ctx.index = index;
-  ctx.seed = seed;
-  gpufeed::sample_view view{layout, slot.data(), 0};
-  d.read(index, view, ctx);
-  auto image = view.as<std::uint8_t>(0);
-  return {image.begin(), image.end()};
 }
 
 }  // namespace gpufeed::test
