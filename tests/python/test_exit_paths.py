@@ -50,10 +50,16 @@ def loader_of(data, **kwargs):
     return loader
 
 
+def say(line):
+    """One line on stdout in one write: the loader's process and its workers share the pipe,
+    and print() may write a line in pieces that another process's line then splits."""
+    os.write(1, (line + "\\n").encode())
+
+
 def print_workers(loader):
     workers = loader._workers.processes if loader._workers is not None else []
-    print("workers", *(f"{p.pid}:{psutil.Process(p.pid).create_time()!r}" for p in workers),
-          flush=True)
+    say(" ".join(["workers", *(f"{p.pid}:{psutil.Process(p.pid).create_time()!r}"
+                               for p in workers)]))
 '''
 
 
@@ -122,7 +128,7 @@ def test_a_held_loader_lets_the_program_exit(tmp_path, holding, handler):
     a worker that kept the handler would never end, and neither would the program."""
     child = _child(tmp_path, '''
         if sys.argv[2] == "True":
-            signal.signal(signal.SIGTERM, lambda number, frame: print("SIGTERM seen", flush=True))
+            signal.signal(signal.SIGTERM, lambda number, frame: say("SIGTERM seen"))
 
         class Trainer:
             pass
@@ -131,7 +137,7 @@ def test_a_held_loader_lets_the_program_exit(tmp_path, holding, handler):
         trainer.loader = loader = loader_of(Sleeps(0.001))
         exec(sys.argv[1])
         print_workers(loader)
-        print("exiting", flush=True)
+        say("exiting")
     ''', _HOLDINGS[holding], handler)
     code, out, err = child.finish()
     assert_no_crash(err)
@@ -169,7 +175,7 @@ def test_sigkill_of_the_loaders_process_ends_its_busy_workers(tmp_path):
         class Slow(Sleeps):
             def __getitem__(self, i):
                 if i >= 2:
-                    print("inside", flush=True)
+                    say("inside")
                 return super().__getitem__(i) if i >= 2 else np.full(4, i, np.float32)
 
         loader = loader_of(Slow(60))
