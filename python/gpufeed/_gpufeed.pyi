@@ -1,5 +1,5 @@
-"""Type stubs of gpufeed._gpufeed, the compiled part of the package (src/python/*.cpp and
-src/python/workers/bindings.cpp). Use the gpufeed package; these are its building blocks."""
+"""Type stubs of gpufeed._gpufeed, the compiled part of the package (src/python/bindings/). Use
+the gpufeed package; these are its building blocks."""
 
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Literal, TypedDict
@@ -7,6 +7,8 @@ from typing import Any, ClassVar, Literal, TypedDict
 import numpy as np
 import numpy.typing as npt
 from typing_extensions import Buffer
+
+from ._workers import WorkerConfig
 
 __version__: str
 
@@ -183,18 +185,8 @@ class ProcessDataset(Dataset):
 def auto_worker_threads() -> int: ...
 def _worker_loop(
     dataset: object,
-    worker: int,
-    workers: int,
-    files: tuple[int, ...],
-    arena_reserve: int,
-    main_pid: int,
-    describe: Callable[[BaseException, int, int], tuple[str, bytes]],
-    init_error: tuple[str, bytes] | None,
-    collate_fn: Callable[[list[Any]], Any] | None = None,
-    pack: Callable[[Any], Any] | None = None,
-    write: Callable[[memoryview, Any, Any], None] | None = None,
-    iterable: bool = False,
-    drop_last: bool = False,
+    config: WorkerConfig,
+    init_error: tuple[str, bytes] | None = None,
 ) -> None: ...
 
 # ---- the loader ----

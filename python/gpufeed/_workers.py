@@ -13,20 +13,22 @@ Inside a worker, torch's worker contract holds: ``worker_init_fn(worker_id)`` ru
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import multiprocessing.reduction
 import os
 import pickle
 import random
 import signal
-import struct
 import traceback
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from . import _gpufeed
 
-__all__ = ["WorkerInfo", "WorkerProcesses", "current_worker_info", "rebuild_exception"]
+__all__ = ["WorkerConfig", "WorkerInfo", "WorkerProcesses", "current_worker_info",
+           "describe_read_failure", "rebuild_exception"]
 
 _info: WorkerInfo | None = None  # this process's WorkerInfo, in a worker process
 
@@ -166,8 +168,50 @@ def convert_one(samples):
     return convert(samples[0])
 
 
-def _worker_main(dataset, worker_id, num_workers, base_seed, worker_init_fn, files,
-                 arena_reserve, main_pid, collate_fn, iterable, drop_last):
+@dataclasses.dataclass(frozen=True)
+class WorkerConfig:
+    """What one worker process is made with. It reaches the process pickled (under spawn and
+    forkserver), and gpufeed's worker loop (``_gpufeed._worker_loop``) reads it there.
+
+    Args:
+        worker: The worker's number, 0 to ``workers - 1``.
+        workers: The loader's worker processes.
+        files: The files it shares with the loader's process (process_dataset::worker_files):
+            the control region, the arena, and the events to the worker and to the loader.
+        arena_reserve: The address space the arena may grow to.
+        main_pid: The loader's process, which the worker watches.
+        base_seed: The loader's seed; the worker seeds itself with ``base_seed + worker``.
+        worker_init_fn: The user's, called first in the worker.
+        collate_fn: The user's, run on whole batches in the worker; None: samples are written
+            into their slots.
+        iterable: Whether the dataset is an IterableDataset (each worker iterates its copy).
+        drop_last: Whether a worker's short last batch of an iterable dataset is dropped.
+    """
+
+    worker: int
+    workers: int
+    files: tuple[_Descriptor, ...]
+    arena_reserve: int
+    main_pid: int
+    base_seed: int
+    worker_init_fn: Callable[[int], Any] | None = None
+    collate_fn: Callable[[list[Any]], Any] | None = None
+    iterable: bool = False
+    drop_last: bool = False
+
+    @property
+    def fds(self) -> tuple[int, ...]:
+        """The files' descriptors in this process."""
+        return tuple(f.fd for f in self.files)
+
+
+def describe_read_failure(worker_id, exc, index, epoch):
+    """_describe() of an exception the dataset raised reading sample `index` (the worker loop's
+    account of a failed read)."""
+    return _describe(worker_id, exc, f"reading sample {index} of epoch {epoch}")
+
+
+def _worker_main(dataset, config):
     global _info
     # Ctrl-C reaches the whole process group: the loader's process handles it and stops the
     # workers; a worker interrupted in __getitem__ would only print a second traceback.
@@ -177,7 +221,8 @@ def _worker_main(dataset, worker_id, num_workers, base_seed, worker_init_fn, fil
     # in its own process, would run only between tasks, and a worker waiting for one would
     # never end.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    seed = _seed(base_seed, worker_id)
+    worker_id, num_workers = config.worker, config.workers
+    seed = _seed(config.base_seed, worker_id)
     _info = WorkerInfo(worker_id, num_workers, seed, dataset)
     try:
         import torch
@@ -189,18 +234,12 @@ def _worker_main(dataset, worker_id, num_workers, base_seed, worker_init_fn, fil
         torch_worker._worker_info = torch_worker.WorkerInfo(
             id=worker_id, num_workers=num_workers, seed=seed, dataset=dataset)
     init_error = None
-    if worker_init_fn is not None:
+    if config.worker_init_fn is not None:
         try:
-            worker_init_fn(worker_id)
+            config.worker_init_fn(worker_id)
         except BaseException as e:  # noqa: BLE001 - raised again in the loader's process
             init_error = _describe(worker_id, e, "in worker_init_fn")
-
-    def describe(exc, index, epoch):
-        return _describe(worker_id, exc, f"reading sample {index} of epoch {epoch}")
-
-    _gpufeed._worker_loop(dataset, worker_id, num_workers, tuple(f.fd for f in files),
-                          arena_reserve, main_pid, describe, init_error, collate_fn, pack, write,
-                          iterable, drop_last)
+    _gpufeed._worker_loop(dataset, config, init_error)
 
 
 def _context(multiprocessing_context):
@@ -238,8 +277,10 @@ class WorkerProcesses:
         self._exit_codes = {}  # pid: exit code, of the workers reaped
         self._context = _context(multiprocessing_context)
         self.start_method = self._context.get_start_method()
-        self._arguments = (dataset, num_workers, base_seed, worker_init_fn, collate_fn, iterable,
-                           drop_last)
+        self._dataset = dataset
+        self._num_workers = num_workers
+        self._every_worker = {"base_seed": base_seed, "worker_init_fn": worker_init_fn,
+                        "collate_fn": collate_fn, "iterable": iterable, "drop_last": drop_last}
         self._started = False
 
     def start(self):
@@ -249,18 +290,18 @@ class WorkerProcesses:
         if self._started:
             return
         self._started = True
-        dataset, num_workers, base_seed, worker_init_fn, collate_fn, iterable, drop_last = (
-            self._arguments)
-        self._arguments = None  # the workers hold the dataset from now on
+        dataset, self._dataset = self._dataset, None  # the workers hold it from now on
         _exit_hook_before_multiprocessings()
         try:
-            for worker_id in range(num_workers):
-                files = tuple(_Descriptor(fd) for fd in self._native.files(worker_id))
+            for worker_id in range(self._num_workers):
+                config = WorkerConfig(
+                    worker=worker_id, workers=self._num_workers,
+                    files=tuple(_Descriptor(fd) for fd in self._native.files(worker_id)),
+                    arena_reserve=self._native.arena_reserve, main_pid=os.getpid(),
+                    **self._every_worker)
                 process = self._context.Process(
                     target=_worker_main, name=f"gpufeed-worker-{worker_id}", daemon=True,
-                    args=(dataset, worker_id, num_workers, base_seed, worker_init_fn, files,
-                          self._native.arena_reserve, os.getpid(), collate_fn, iterable,
-                          drop_last))
+                    args=(dataset, config))
                 try:
                     with warnings.catch_warnings():
                         warnings.filterwarnings("ignore", category=DeprecationWarning,
@@ -307,7 +348,7 @@ class WorkerProcesses:
         mapped for the batches alive)."""
         if os.getpid() != self._owner:
             return  # a process forked from the loader's: these workers are its parent's
-        self._arguments = None
+        self._dataset = None
         self._stop_processes(timeout)
         self._native.release_workers()
 
@@ -326,119 +367,3 @@ class WorkerProcesses:
                 self._exit_codes.setdefault(p.pid, p.exitcode)
                 p.close()  # its pipe to the process
             self.processes = []
-
-
-# ---- a collate_fn's batches ----------------------------------------------------------------------
-#
-# A batch a collate_fn made lies in one block of the shared ring: at offset 0 two little-endian
-# 64-bit numbers (where its header starts, and the header's length), then each array's bytes at a
-# 64-byte-aligned offset, then the header: the pickled output with each array replaced by
-# ("array" or "tensor", index, dtype, shape) and the arrays' offsets. The loader's process reads
-# the arrays in place.
-
-_ALIGN = 64
-_PREFIX = struct.Struct("<QQ")
-
-
-def _aligned(n):
-    return (n + _ALIGN - 1) // _ALIGN * _ALIGN
-
-
-def pack(output):
-    """(bytes, header, arrays) of a collate_fn's output: what write() lays out in a block."""
-    import numpy as np
-
-    try:
-        import torch
-    except ImportError:
-        torch = None
-    arrays = []
-
-    def leaf(kind, array, dtype):
-        arrays.append(np.ascontiguousarray(array).reshape(-1).view(np.uint8))
-        return (kind, len(arrays) - 1, dtype, tuple(array.shape))
-
-    def walk(x):
-        if torch is not None and isinstance(x, torch.Tensor):
-            if x.device.type != "cpu":
-                raise TypeError(f"collate_fn returned a tensor on {x.device}: return CPU tensors "
-                                "from worker processes (gpufeed copies batches to the GPU: "
-                                "device=)")
-            t = x.detach().contiguous()
-            raw = t.view(torch.int16) if t.dtype == torch.bfloat16 else t
-            return leaf("tensor", raw.numpy(), str(t.dtype).split(".")[-1])
-        if isinstance(x, np.ndarray):
-            return leaf("array", x, x.dtype.str)
-        if isinstance(x, tuple) and hasattr(x, "_fields"):
-            return ("namedtuple", type(x), [walk(v) for v in x])
-        if isinstance(x, (tuple, list)):
-            return ("tuple" if isinstance(x, tuple) else "list", [walk(v) for v in x])
-        if isinstance(x, dict):
-            return ("dict", type(x), list(x.keys()), [walk(v) for v in x.values()])
-        return ("object", x)  # numbers, str, None, ...: pickled as they are
-
-    structure = walk(output)
-    offsets = []
-    at = _ALIGN
-    for a in arrays:
-        offsets.append(at)
-        at = _aligned(at + a.nbytes)
-    header = pickle.dumps((structure, offsets))
-    return at + len(header), (at, header, offsets), arrays
-
-
-def write(view, header, arrays):
-    """Lays out pack()'s output in `view` (a writable memoryview of a block)."""
-    import numpy as np
-
-    at, blob, offsets = header
-    block = np.frombuffer(view, dtype=np.uint8)
-    _PREFIX.pack_into(view, 0, at, len(blob))
-    for array, offset in zip(arrays, offsets):
-        block[offset:offset + array.nbytes] = array
-    block[at:at + len(blob)] = np.frombuffer(blob, dtype=np.uint8)
-
-
-def unpack(collated, device=None):
-    """The output a collate_fn made, its arrays read in place from `collated` (a uint8 exporter
-    of the block, which keeps the batch leased as long as any array made from it lives)."""
-    import numpy as np
-
-    block = np.asarray(collated)
-    at, length = _PREFIX.unpack_from(block[:_PREFIX.size].tobytes())
-    structure, offsets = pickle.loads(block[at:at + length].tobytes())
-
-    def build(node):
-        kind = node[0]
-        if kind in ("array", "tensor"):
-            _, k, dtype, shape = node
-            count = 1
-            for d in shape:
-                count *= d
-            if kind == "array":
-                dt = np.dtype(dtype)
-                return block[offsets[k]:offsets[k] + count * dt.itemsize].view(dt).reshape(shape)
-            import torch
-
-            t = getattr(torch, dtype)
-            size = torch.empty((), dtype=t).element_size()
-            raw = block[offsets[k]:offsets[k] + count * size]
-            if t == torch.bfloat16:
-                tensor = torch.from_numpy(raw.view(np.int16)).view(torch.bfloat16)
-            else:
-                tensor = torch.from_numpy(raw).view(t)
-            tensor = tensor.reshape(shape)
-            return tensor if device is None else tensor.to(device, non_blocking=True)
-        if kind == "object":
-            return node[1]
-        if kind == "namedtuple":
-            return node[1](*(build(c) for c in node[2]))
-        if kind in ("tuple", "list"):
-            items = [build(c) for c in node[1]]
-            return tuple(items) if kind == "tuple" else items
-        if kind == "dict":
-            values = {key: build(c) for key, c in zip(node[2], node[3])}
-            return values if node[1] is dict else node[1](values)
-        raise ValueError(f"unknown node {kind!r} in a collated batch")
-
-    return build(structure)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 import numpy as np
 
-from . import _gpufeed, _workers
+from . import _collated, _gpufeed
 from ._arguments import (check_batching, check_collate, check_device, check_iterable,
                          check_num_workers, check_on_error, check_output, check_prefetch_factor,
                          check_timeout)
@@ -630,7 +630,7 @@ class DataLoader(Generic[T_co]):
                 index = (self._device_index if self._device_index >= 0
                          else _gpufeed.default_cuda_device())
                 device = f"cuda:{index}"
-            return _workers.unpack(collated, device)
+            return _collated.unpack(collated, device)
         if self._structure is None:
             self._learn_structure()
         step = StepInfo(*raw.step)

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "core/tuning/autotuner.hpp"
@@ -71,32 +72,43 @@ void bind_workers(py::module_& m) {
 
   m.def(
       "_worker_loop",
-      [](py::object const& dataset, unsigned worker, unsigned workers, py::tuple const& files,
-         std::size_t arena_reserve, int main_pid, py::object const& describe,
-         py::object const& init_error, py::object const& collate_fn, py::object const& pack,
-         py::object const& write, bool iterable, bool drop_last) {
+      [](py::object const& dataset, py::object const& config, py::object const& init_error) {
+        auto const files = config.attr("fds").cast<py::tuple>();
+        if (files.size() != 4) {
+          throw std::invalid_argument{"_worker_loop: config.fds holds " +
+                                      std::to_string(files.size()) + " files, not 4"};
+        }
+        auto const worker = config.attr("worker").cast<unsigned>();
         workers::worker_setup const setup{worker,
-                                          workers,
+                                          config.attr("workers").cast<unsigned>(),
                                           files[0].cast<int>(),
                                           files[1].cast<int>(),
                                           files[2].cast<int>(),
                                           files[3].cast<int>(),
-                                          arena_reserve,
-                                          main_pid};
-        workers::run_worker_loop(dataset, setup,
-                                 {.describe = describe,
-                                  .init_error = init_error,
-                                  .collate_fn = collate_fn,
-                                  .iterable = iterable,
-                                  .drop_last = drop_last,
-                                  .pack = pack,
-                                  .write = write});
+                                          config.attr("arena_reserve").cast<std::size_t>(),
+                                          config.attr("main_pid").cast<int>()};
+        // The Python the loop calls lives with the format it serves: a failed read's account
+        // in gpufeed._workers, a collate_fn's block layout in gpufeed._collated.
+        auto const describe = py::module_::import("gpufeed._workers").attr("describe_read_failure");
+        auto const collated = py::module_::import("gpufeed._collated");
+        workers::run_worker_loop(
+            dataset, setup,
+            {.describe = py::cpp_function{[describe, worker](py::object const& exception,
+                                                             py::object const& index,
+                                                             py::object const& epoch) {
+               return describe(worker, exception, index, epoch);
+             }},
+             .init_error = init_error,
+             .collate_fn = config.attr("collate_fn"),
+             .iterable = config.attr("iterable").cast<bool>(),
+             .drop_last = config.attr("drop_last").cast<bool>(),
+             .pack = collated.attr("pack"),
+             .write = collated.attr("write")});
       },
-      py::arg("dataset"), py::arg("worker"), py::arg("workers"), py::arg("files"),
-      py::arg("arena_reserve"), py::arg("main_pid"), py::arg("describe"), py::arg("init_error"),
-      py::arg("collate_fn") = py::none(), py::arg("pack") = py::none(),
-      py::arg("write") = py::none(), py::arg("iterable") = false, py::arg("drop_last") = false,
-      "Runs worker process `worker`'s loop until the loader stops it or its process is gone.");
+      py::arg("dataset"), py::arg("config"), py::arg("init_error") = py::none(),
+      "Runs a worker process's loop until the loader stops it or its process is gone "
+      "(`config`: gpufeed._workers.WorkerConfig; `init_error`: worker_init_fn's failure, "
+      "given to every task).");
 }
 
 }  // namespace gpufeed::python

@@ -1,5 +1,6 @@
 // A collate_fn's batches: the worker process makes the whole batch into a block of the shared
-// ring, which grows to the largest batch seen within collate_budget.
+// ring, which grows to the largest batch seen within collate_budget. What a block holds is
+// python/gpufeed/_collated.py's format; this side sizes, hands out and reclaims blocks only.
 #include <algorithm>
 #include <exception>
 #include <stdexcept>

@@ -24,7 +24,8 @@ struct worker_setup {
   int main_pid = -1;
 };
 
-/// What a worker calls in Python.
+/// What a worker calls in Python (made by the `_worker_loop` binding from the worker's
+/// gpufeed._workers.WorkerConfig).
 struct worker_calls {
   /// describe(exception, index, epoch) -> (text, pickled): an exception the dataset raised.
   py::object describe;
@@ -38,7 +39,7 @@ struct worker_calls {
   bool iterable = false;
   bool drop_last = false;
   /// pack(output) -> (bytes, header, arrays) and write(memoryview, header, arrays): a
-  /// collate_fn's output laid out in a block (gpufeed._workers).
+  /// collate_fn's output laid out in a block (gpufeed._collated, which owns the format).
   py::object pack;
   py::object write;
 };
