@@ -85,12 +85,16 @@ class H5Dataset:
         return {**self.__dict__, "file": None}
 
     def __getitem__(self, index):
-        if self.file is None:
+        opened = self.file
+        if opened is None:
             import h5py
 
-            self.file = h5py.File(self.path, "r")
-            self.images, self.labels = self.file["images"], self.file["labels"]
-        return self.images[index], self.labels[index]
+            # One tuple, assigned last: worker threads that open the file at once each see a
+            # whole one (images set, labels not yet, would fail another thread's read).
+            f = h5py.File(self.path, "r")
+            opened = self.file = (f, f["images"], f["labels"])
+        _, images, labels = opened
+        return images[index], labels[index]
 
 
 def image_folder(root, size=224, uint8=False):

@@ -10,27 +10,25 @@ from __future__ import annotations
 
 import math
 import os
-import pickle
-import warnings
 import weakref
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 import numpy as np
 
-from . import _collated, _gpufeed
+from . import _gpufeed
 from ._arguments import (check_batching, check_collate, check_device, check_iterable,
                          check_num_workers, check_on_error, check_output, check_prefetch_factor,
                          check_timeout)
-from ._assemble import StepInfo, build, text_fields, unbatched
+from ._batches import BatchReader
 from ._diagnosis import Diagnosis
-from ._iterator import LoaderIterator
+from ._iterator import Epoch, LoaderIterator, PromisedLength
 from ._native_dataset import make_native_dataset
 from ._notes import note_arguments_taken_otherwise, say_once
 from ._options import core_options, worker_plan
 from ._samplers import ShardBatchSampler, ShardSampler
 from ._shard import agreed_seed, expect_sharding_sampler, shard_now
 from ._worker_info import get_worker_info
-from .errors import LoaderTimeoutError, WorkerError
+from .errors import WorkerError
 
 try:  # torch is optional: without it, batches are numpy arrays
     import torch
@@ -45,6 +43,8 @@ if TYPE_CHECKING:
 
     import typing_extensions
     from typing_extensions import Self
+
+    from ._assemble import StepInfo
 
 __all__ = ["DataLoader", "Diagnosis", "get_worker_info"]
 
@@ -159,8 +159,6 @@ class DataLoader(Generic[T_co]):
     worker_type: Literal["process", "thread"]
     # The order's seed (the same on every rank).
     seed: int
-    # Where the batch last yielded stands in gradient accumulation.
-    step_info: StepInfo | None
     # The C++ loader: None only while __init__ has not made it (close() and __del__ allow it).
     _core: _gpufeed.Loader
 
@@ -230,9 +228,6 @@ class DataLoader(Generic[T_co]):
             collate_fn=collate_fn, worker_init_fn=worker_init_fn,
             multiprocessing_context=multiprocessing_context, generator=generator,
             drop_last=drop_last, held_batches_budget=held_batches_budget)
-        self._text_fields: set[int] = set()
-        if self._structure is not None and not self._collate:
-            self._note_text_fields()
 
         # Which share of each epoch this process reads, and the order's seed (_shard.py).
         order = self._choose_order(sampler, batch_sampler)
@@ -273,20 +268,20 @@ class DataLoader(Generic[T_co]):
             held_batches_budget=held_batches_budget, trace_events=trace_events,
             transforms=transforms, device_index=device_index, collate=self._collate)
         self._start_core(options)
+        self._reader = BatchReader(self._core, self._native_dataset, self._structure,
+                                   self._workers, output=output, device_index=device_index,
+                                   unbatched=self._unbatched, timeout=timeout)
+        # A batch of one is a sample, for torch's warning about an IterableDataset's length.
+        self._promise = (PromisedLength("samples" if self._unbatched or self.batch_size == 1
+                                        else "batches") if self._iterable else None)
 
         self._next_epoch = 0
-        # An epoch started by iter() whose first batch is not read yet.
-        self._unread_epoch: int | None = None
+        self._epoch_now: Epoch | None = None  # the one iter() started last
         self._resume: dict[str, Any] | None = None
         self._iterator: weakref.ref[LoaderIterator] | None = None
-        self.step_info = None
         # A map-style Python dataset's length the workers and the plan are made for.
         self._made_length = (len(dataset)  # type: ignore[arg-type]  # map-style: sized
                              if python_dataset and not self._iterable else None)
-        # An iterable dataset's len(), once len(loader) has asked it: more batches than that
-        # (each holds a sample at least) are warned of.
-        self._length_asked: int | None = None
-        self._yielded = 0
         self._arguments = arguments
         self._initialized = True
 
@@ -310,8 +305,6 @@ class DataLoader(Generic[T_co]):
         except BaseException:
             self.close()
             raise
-        resolved = self._core.resolved
-        self._cuda_device = resolved["device"] if resolved["cuda"] else None
 
     # As torch's DataLoader: the arguments that shape the batches cannot change afterwards (the
     # workers, the ring and the plan were made from them).
@@ -324,30 +317,13 @@ class DataLoader(Generic[T_co]):
                              f"{type(self).__name__} is initialized")
         super().__setattr__(name, value)
 
-    def _note_text_fields(self):
-        self._text_fields = text_fields(self._structure)
-        if self._text_fields:
-            names = ", ".join(repr(self._native_dataset.fields[i][0])
-                              for i in sorted(self._text_fields))
-            _gpufeed.log("info", f"text fields {names}: the batch holds an int64 id per sample "
-                         "for each (int64[] below) and gpufeed hands the str or bytes values "
-                         "back with it, keeping each distinct value once (at most "
-                         f"len(dataset) + {_gpufeed.PythonDataset.text_values_beyond_length} "
-                         "per field)")
-
-    def _learn_structure(self):
-        """The sample's structure, once a worker has read the first sample (a worker process
-        sends it pickled)."""
-        structure = self._native_dataset.structure
-        self._structure = pickle.loads(structure) if isinstance(structure, bytes) else structure
-        self._note_text_fields()
-
     # ---- the torch interface ----
 
     def __len__(self) -> int:
         if self._iterable:  # as torch: from the dataset's own __len__, when it has one
             # A dataset without __len__ raises TypeError, as torch's loader does.
-            n = self._length_asked = len(self.dataset)  # type: ignore[arg-type]
+            n = len(self.dataset)  # type: ignore[arg-type]
+            self._promise.asked = n  # type: ignore[union-attr]  # made for an iterable one
             if self.batch_size is not None:  # None: unbatched, a batch_sampler cannot be given
                 n = n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
             return n
@@ -367,25 +343,33 @@ class DataLoader(Generic[T_co]):
             if not self._epoch_still_unread():
                 self._start_epoch()
         except WorkerError as e:
-            self._explain(e)
+            self._reader.explain(e)
             raise
         iterator = self._iterator() if self._iterator is not None else None
         if iterator is None:
-            iterator = LoaderIterator(self)
+            iterator = LoaderIterator(self, self._promise)
             # Weakly: the iterator holds the loader, and a cycle would keep the workers and the
             # ring alive after `del loader` until Python's garbage collector runs.
             self._iterator = weakref.ref(iterator)
-        iterator._ended = False
+        iterator.begin(self._epoch_now, self._reader)  # type: ignore[arg-type]  # started
         return iterator
+
+    @property
+    def step_info(self) -> StepInfo | None:
+        """Where the batch last yielded stands in gradient accumulation (None before the
+        epoch's first batch)."""
+        return self._epoch_now.step_info if self._epoch_now is not None else None
 
     def set_epoch(self, epoch: int) -> None:
         """Makes the next ``iter()`` start ``epoch`` (the shuffle and the augmentations depend
         on it; a DistributedSampler passed as sampler keeps its own set_epoch)."""
         epoch = int(epoch)
-        if epoch == self._unread_epoch:  # that epoch is started already, and not read yet
-            self._next_epoch = epoch + 1
-            return
-        self._unread_epoch = None
+        pending = self._pending_epoch()
+        if pending is not None:
+            if epoch == pending.number:  # that epoch is started already, and not read yet
+                self._next_epoch = epoch + 1
+                return
+            pending.pending = False  # the next iter() starts `epoch` instead
         self._next_epoch = epoch
 
     def state_dict(self) -> dict[str, Any]:
@@ -396,9 +380,9 @@ class DataLoader(Generic[T_co]):
             raise ValueError("state_dict: a loader over an IterableDataset cannot say where its "
                              "workers' iterators stand; resume by epoch (set_epoch) instead")
         state = {"version": 1, "core": self._core.state(), "next_epoch": self._next_epoch}
-        if self._given is not None:
+        if self._given is not None and self._epoch_now is not None:
             state["order"] = self._order
-            state["order_epoch"] = self._epoch
+            state["order_epoch"] = self._epoch_now.number
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -406,7 +390,9 @@ class DataLoader(Generic[T_co]):
         if not isinstance(state, dict) or state.get("version") != 1:
             raise ValueError("load_state_dict: not a gpufeed DataLoader state")
         self._resume = state
-        self._unread_epoch = None
+        pending = self._pending_epoch()
+        if pending is not None:
+            pending.pending = False  # the next iter() resumes instead
 
     def stats(self) -> dict[str, Any]:
         """The loader's counters since it started (a dict; see docs/python.md)."""
@@ -446,11 +432,6 @@ class DataLoader(Generic[T_co]):
         """Writes the spans recorded (``trace_events``) for chrome://tracing or Perfetto."""
         self._core.write_trace(os.fspath(path))
 
-    def _explain(self, error):
-        """Completes a WorkerError's account of how a worker process ended."""
-        if self._workers is not None:
-            self._workers.explain(error)
-
     def close(self) -> None:
         """Stops the workers now (the loader is unusable afterwards; batches stay valid)."""
         if self._core is not None:
@@ -475,23 +456,30 @@ class DataLoader(Generic[T_co]):
         indices = np.fromiter(iter(self.sampler), dtype=np.int64)
         return indices, None
 
+    def _pending_epoch(self):
+        """The epoch iter() started whose first batch is not read yet, if the next iter() may
+        still take it."""
+        epoch = self._epoch_now
+        return epoch if epoch is not None and epoch.pending else None
+
     def _current_or_next_epoch(self):
         """The epoch being read, or started by iter() and not read yet; else the next one."""
-        if self._unread_epoch is not None or self._in_epoch():
-            return self._epoch
+        if self._pending_epoch() is not None or self._in_epoch():
+            return self._epoch_now.number  # type: ignore[union-attr]  # started
         return self._next_epoch
 
     def _in_epoch(self):
         """Whether an epoch's iterator is alive and not yet at its end."""
         iterator = self._iterator() if self._iterator is not None else None
-        return iterator is not None and not iterator._ended
+        return iterator is not None and iterator.reading()
 
     def _epoch_still_unread(self):
         """Whether an epoch that iter() started has not given its first batch, and nothing asked
         for another since: a framework that calls iter() to check that a loader iterates (and
         drops the iterator) leaves that epoch to the next iter(), so no epoch is lost to it."""
-        return (self._unread_epoch is not None and self._resume is None
-                and self._next_epoch == self._unread_epoch + 1)
+        pending = self._pending_epoch()
+        return (pending is not None and self._resume is None
+                and self._next_epoch == pending.number + 1)
 
     def _follow_changes_between_epochs(self, agree: bool = False) -> None:
         """_follow_changes() unless an epoch is under way, which keeps what it started with."""
@@ -543,7 +531,10 @@ class DataLoader(Generic[T_co]):
         """Closes the loader and makes it again from the same arguments, for `shard` and
         `seed`; the epoch count, a pending load_state_dict and the iterator carry over (an
         epoch started but not read is started again)."""
-        next_epoch = self._next_epoch if self._unread_epoch is None else self._unread_epoch
+        pending = self._pending_epoch()
+        next_epoch = self._next_epoch if pending is None else pending.number
+        if self._epoch_now is not None:
+            self._epoch_now.ended = True  # read from the loader made again, after iter()
         kept = (next_epoch, self._resume, self._iterator)
         arguments = self._arguments
         self.close()
@@ -559,9 +550,7 @@ class DataLoader(Generic[T_co]):
             except BaseException:
                 self.close()  # the loader's threads wait for workers that will never come
                 raise
-        self._yielded = 0
-        self.step_info = None
-        self._workers_ended = set()  # an iterable dataset's workers whose iterators ended
+        self._reader.new_epoch()
         if self._resume is not None:
             state, self._resume = self._resume, None
             fields = _gpufeed.state_fields(state["core"])
@@ -579,8 +568,7 @@ class DataLoader(Generic[T_co]):
                 self._core.set_epoch_order(epoch, *self._order)
             self._core.restore(_gpufeed.state_text(fields))
             self._next_epoch = max(int(state["next_epoch"]), epoch + 1)
-            self._epoch = epoch
-            self._unread_epoch = epoch
+            self._epoch_now = Epoch(epoch)
             return
         epoch = self._next_epoch
         if self._given is not None:
@@ -588,84 +576,8 @@ class DataLoader(Generic[T_co]):
             self._core.set_epoch_order(epoch, *self._order)
         else:
             self._core.set_epoch(epoch)
-        self._epoch = epoch
+        self._epoch_now = Epoch(epoch)
         self._next_epoch = epoch + 1
-        self._unread_epoch = epoch
-
-    # ---- batches ----
-
-    def _stream(self):
-        if self._device_index is None or self._collate:
-            return None
-        s = torch.cuda.current_stream(self._cuda_device).cuda_stream
-        return s if s != 0 else 1  # DLPack's number for the legacy default stream
-
-    def _to_tensor(self, field):
-        if self._output == "numpy":
-            # Through the array interface: numpy marks arrays it imports by DLPack read-only
-            # (before 2.0), and such arrays cannot be passed on by DLPack; this one is writable
-            # and keeps the field (so the slot) alive as its base.
-            return np.asarray(field)
-        if field.dtype == "bool":  # torch 1.13 reads no DLPack bool; a uint8 view is free
-            return torch.utils.dlpack.from_dlpack(field.as_uint8()).view(torch.bool)
-        return torch.utils.dlpack.from_dlpack(field)
-
-    def _next_batch(self):
-        raw = self._core.next(self._stream())
-        if raw is None:
-            return None
-        if self._collate:  # collate_fn's output as it made it, read in place
-            while True:
-                collated, worker = self._native_dataset.collated(raw)
-                if collated is not None:
-                    break
-                # An iterable dataset's worker had no more samples this epoch.
-                self._workers_ended.add(worker)
-                if len(self._workers_ended) == self._native_dataset.workers:
-                    return None
-                raw = self._core.next(self._stream())
-            self.step_info = StepInfo(*raw.step)
-            device = None
-            if self._device_index is not None:  # the device the core would choose, too
-                index = (self._device_index if self._device_index >= 0
-                         else _gpufeed.default_cuda_device())
-                device = f"cuda:{index}"
-            return _collated.unpack(collated, device)
-        if self._structure is None:
-            self._learn_structure()
-        step = StepInfo(*raw.step)
-        self.step_info = step
-        # A text field's memory holds ids: its values come from the dataset's table instead.
-        tensors = [None if i in self._text_fields else self._to_tensor(f)
-                   for i, f in enumerate(raw.fields())]
-        if self._unbatched:  # the one sample, without its batch axis
-            return unbatched(self._structure, [t if t is None else t[0] for t in tensors],
-                             lambda field: self._native_dataset.texts(raw, field)[0])
-        return build(self._structure, tensors, step,
-                     lambda field: self._native_dataset.texts(raw, field))
-
-    def _count_yielded(self):
-        """Warns, as torch does, when an iterable dataset gives more batches than the samples
-        its __len__ promised (len(loader) having asked it): every worker probably yields the
-        whole dataset."""
-        self._yielded += 1
-        if self._length_asked is not None and self._yielded > self._length_asked:
-            # A batch of one is a sample. The phrases are torch's, so that filters written for
-            # its warning match this one.
-            unit = "samples" if self._unbatched or self.batch_size == 1 else "batches"
-            warnings.warn(f"the IterableDataset's __len__ is {self._length_asked}, but "
-                          f"{self._yielded} {unit} have been fetched. For multiprocessing "
-                          "data-loading, this usually means that every worker yields the whole "
-                          "dataset: shard it in __iter__ with get_worker_info(); else __len__ "
-                          "is too small", UserWarning, stacklevel=3)
-
-    def _timed_out(self, error):
-        """A LoaderTimeoutError that says first what torch's says, then which sample is late."""
-        detail = str(error)
-        if detail.startswith("gpufeed: "):
-            detail = detail[len("gpufeed: "):]
-        return LoaderTimeoutError(f"DataLoader timed out after {self.timeout:g} seconds: "
-                                  f"{detail}", error.index)
 
     def __del__(self):
         try:

@@ -85,7 +85,7 @@ def progress(loader: DataLoader[Any], monitor: SystemMonitor | bool | None = Tru
         monitor if isinstance(monitor, SystemMonitor) else None)
     try:
         iterator = iter(loader)
-        epoch = loader._epoch
+        epoch = loader._current_or_next_epoch()
         for batch in iterator:
             yield batch
             line.update(loader._core, None if mon is None else mon._native)

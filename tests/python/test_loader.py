@@ -1,6 +1,6 @@
 """gpufeed.DataLoader against torch.utils.data.DataLoader: the same batches, orders, epochs,
-samplers, resumption, held batches, step information, worker information and argument checks.
-The bundled datasets are test_datasets.py's; statistics, diagnosis and traces are
+samplers, held batches, step information, worker information and argument checks.
+The bundled datasets are test_datasets.py's; resumption is test_resume.py's; statistics, diagnosis and traces are
 test_diagnosis.py's."""
 
 import os
@@ -134,32 +134,6 @@ def test_one_loader_follows_its_distributed_samplers_set_epoch():
         expected.set_epoch(epoch)
         assert seen[-1] == list(expected)
     assert seen[0] != seen[1]
-
-
-@pytest.mark.parametrize("sampled", [False, True])
-def test_resume_from_a_state_dict_mid_epoch(sampled):
-    data = Indices(64)
-
-    def make():
-        if sampled:
-            return gpufeed.DataLoader(
-                data, batch_size=5, num_workers=3,
-                sampler=RandomSampler(data, generator=torch.Generator().manual_seed(3)))
-        return gpufeed.DataLoader(data, batch_size=5, shuffle=True, seed=21, num_workers=3)
-
-    first = make()
-    it = iter(first)
-    head = [next(it).tolist() for _ in range(4)]
-    state = first.state_dict()
-    rest = [b.tolist() for b in it]
-    next_epoch = indices_of(first)
-
-    resumed = make()
-    resumed.load_state_dict(state)
-    assert [b.tolist() for b in resumed] == rest
-    assert head  # the state was taken after real batches
-    if not sampled:  # the builtin shuffle continues with the same following epoch
-        assert indices_of(resumed) == next_epoch
 
 
 def test_held_batches_grow_the_ring_and_a_zero_budget_refuses():
