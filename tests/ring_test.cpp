@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -429,3 +430,97 @@ TEST(ring_memory_test, HeldBatchesGrowWithinTheirBudgetCountingWholeSlots) {
 }
 
 }  // namespace
+
+// ---- open-ended epochs
+// ---------------------------------------------------------------------------
+
+// A ring over open-ended epochs of batches of 2, from `sources` sources.
+class open_ended_fixture {
+ public:
+  explicit open_ended_fixture(std::size_t sources, std::size_t slots = 4)
+      : options_{gpufeed::test::small_options(2, 1)},
+        layout_{gpufeed::sample_spec{}.add("x", gpufeed::dtype::u8, {2}), 2},
+        epochs_{0, 0, options_, true},
+        ring_{epochs_, make_slots(slots), slots, slots, true, sources} {}
+
+  ring& r() { return ring_; }
+
+ private:
+  std::vector<std::unique_ptr<slot>> make_slots(std::size_t count) const {
+    std::vector<std::unique_ptr<slot>> out;
+    for (std::size_t i = 0; i < count; ++i) {
+      out.push_back(gpufeed::detail::make_slot(i, nullptr, layout_));
+    }
+    return out;
+  }
+
+  gpufeed::loader_options options_;
+  gpufeed::detail::slot_layout layout_;
+  epoch_source epochs_;
+  ring ring_;
+};
+
+// A worker completes `s`: with data, or ended by `source`.
+void finish(ring& r, slot& s, std::optional<std::size_t> ended_by = std::nullopt) {
+  r.attach(s);
+  read_all(s);
+  s.ended = ended_by.has_value();
+  s.source = ended_by.value_or(0);
+  ASSERT_TRUE(r.complete(s));
+  (void)r.detach(s);
+}
+
+TEST(ring_test, AnOpenEndedEpochEndsWhenItsLastSourceEnds) {
+  open_ended_fixture f{2};
+  auto& r = f.r();
+  auto* a = r.start_next(1);
+  auto* b = r.start_next(1);
+  auto* c = r.start_next(1);
+  ASSERT_TRUE(a != nullptr && b != nullptr && c != nullptr);
+  EXPECT_EQ(c->at, (cursor{0, 2}));
+  EXPECT_EQ(c->count, 2U) << "every batch of an open-ended plan is whole";
+  EXPECT_FALSE(r.batches_of(0).has_value()) << "its length is not known yet";
+  finish(r, *b, 0);
+  finish(r, *a);  // data, from the source that has not ended
+  EXPECT_EQ(r.producer(), (cursor{0, 3})) << "one source is still reading";
+  finish(r, *c, 0);
+  EXPECT_EQ(r.producer(), (cursor{0, 3})) << "a source ends once";
+  EXPECT_TRUE(holds(r, "one source ended"));
+  auto* d = r.start_next(1);
+  ASSERT_NE(d, nullptr);
+  finish(r, *d, 1);
+  EXPECT_EQ(r.batches_of(0), 4U) << "what was planned when the last source ended";
+  EXPECT_EQ(r.producer(), (cursor{1, 0})) << "nothing more of epoch 0 is planned";
+  EXPECT_TRUE(holds(r, "every source ended"));
+  // The consumer takes the batch with data and passes over the others, in order.
+  EXPECT_FALSE(r.step_past_epoch_end());
+  r.hand_out(*a);
+  for (auto* ended : {b, c, d}) {
+    EXPECT_EQ(r.consumer_slot(), ended);
+    r.discard(*ended);
+  }
+  EXPECT_TRUE(r.step_past_epoch_end());
+  EXPECT_EQ(r.consumer(), (cursor{1, 0}));
+  EXPECT_FALSE(r.batches_of(1).has_value()) << "the next epoch's length is learned anew";
+  r.release(*a);
+  EXPECT_TRUE(holds(r, "the next epoch"));
+}
+
+TEST(ring_test, AFlushForgetsWhichSourcesEnded) {
+  open_ended_fixture f{2};
+  auto& r = f.r();
+  auto* a = r.start_next(1);
+  ASSERT_NE(a, nullptr);
+  finish(r, *a, 0);
+  r.flush({3, 0});
+  auto* b = r.start_next(1);
+  ASSERT_NE(b, nullptr);
+  finish(r, *b, 1);
+  EXPECT_EQ(r.producer(), (cursor{3, 1})) << "source 0 ended before the flush only";
+  auto* c = r.start_next(1);
+  ASSERT_NE(c, nullptr);
+  finish(r, *c, 0);
+  EXPECT_EQ(r.batches_of(3), 2U);
+  EXPECT_EQ(r.producer(), (cursor{4, 0}));
+  EXPECT_TRUE(holds(r, "an epoch after a flush"));
+}

@@ -58,11 +58,6 @@ class BatchReader:
         self._cuda_device = resolved["device"] if resolved["cuda"] else None
         self._unbatched = unbatched
         self._timeout = timeout
-        self._workers_ended: set[int] = set()  # an iterable dataset's, this epoch
-
-    def new_epoch(self) -> None:
-        """Forgets what the last epoch's workers said (an iterable dataset's ended iterators)."""
-        self._workers_ended = set()
 
     def read(self) -> tuple[Any, StepInfo] | None:
         """(the next batch, where it stands in gradient accumulation), or None at the epoch's
@@ -86,15 +81,7 @@ class BatchReader:
         if raw is None:
             return None
         if self._collate:  # collate_fn's output as it made it, read in place
-            while True:
-                collated, worker = self._native.collated(raw)
-                if collated is not None:
-                    break
-                # An iterable dataset's worker had no more samples this epoch.
-                self._workers_ended.add(worker)
-                if len(self._workers_ended) == self._native.workers:
-                    return None
-                raw = self._core.next(self._stream())
+            collated = self._native.collated(raw)
             device = None
             if self._device_index is not None:  # the device the core would choose, too
                 index = (self._device_index if self._device_index >= 0

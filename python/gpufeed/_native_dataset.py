@@ -8,10 +8,6 @@ from ._options import quarter_of_memory, seed_from
 
 __all__ = ["make_native_dataset"]
 
-# The places of an iterable dataset's epoch, for the loader's plan: more than any epoch takes
-# (its end is when every worker's iterator ends), a number only (nothing is sized by it).
-_ITERABLE_PLACES = 1 << 40
-
 
 def make_native_dataset(dataset, *, plan, iterable, collate, collate_fn, worker_init_fn,
                         multiprocessing_context, generator, drop_last, held_batches_budget):
@@ -21,7 +17,9 @@ def make_native_dataset(dataset, *, plan, iterable, collate, collate_fn, worker_
     None for threads."""
     if plan.kind == "process":
         native = _gpufeed.ProcessDataset(
-            _ITERABLE_PLACES if iterable else len(dataset), plan.processes,
+            # An iterable dataset's epochs are open-ended: the core ends each one when every
+            # worker's iterator has ended, and reads no length.
+            0 if iterable else len(dataset), plan.processes,
             collate=collate, iterable=iterable,
             collate_budget=held_batches_budget if held_batches_budget is not None
             else quarter_of_memory())

@@ -550,7 +550,6 @@ class DataLoader(Generic[T_co]):
             except BaseException:
                 self.close()  # the loader's threads wait for workers that will never come
                 raise
-        self._reader.new_epoch()
         if self._resume is not None:
             state, self._resume = self._resume, None
             fields = _gpufeed.state_fields(state["core"])

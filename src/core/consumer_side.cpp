@@ -97,6 +97,11 @@ found_batch consumer_side::wait(std::unique_lock<std::mutex>& lock, clock::time_
   slot* s = ring_.consumer_slot();
   std::optional<nvtx_range> wait_range;
   while (s == nullptr || s->status != slot::state::ready) {
+    // An open-ended epoch's length is learned while the consumer waits past its last batch.
+    if (s == nullptr && ring_.step_past_epoch_end()) {
+      pending_since_.reset();
+      return {next_result::status::end_of_epoch, nullptr, {}, {}};
+    }
     if (!wait_range) {
       wait_range.emplace("gpufeed: consumer wait");
     }

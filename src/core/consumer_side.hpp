@@ -68,7 +68,8 @@ class consumer_side {
   /// `give_up_at` (status::pending: nothing consumed; the next call goes on with the same wait,
   /// its timeout and warnings counted from this one's start), or until loader_options::timeout
   /// (timeout_error naming the late sample; the batch is not consumed). status::end_of_epoch when
-  /// the consumer has taken its epoch's last batch: it then stands at the next epoch's start.
+  /// the consumer has taken its epoch's last batch (an open-ended epoch's: once every source has
+  /// ended): it then stands at the next epoch's start.
   /// Every loader_options::stall_warning it logs what it waits for (with the lock released).
   /// @throws the loader's fatal error; logic_error when the epoch's order is not given yet, or
   /// (from `room`) when every slot is leased and no room can be made.

@@ -31,6 +31,16 @@ std::shared_ptr<host_memory_source> host_memory_of(dataset const& data) {
   return a != nullptr ? a->host_memory() : nullptr;
 }
 
+// The sources of an open-ended dataset's epochs (0: its epochs have size() samples), checked.
+std::size_t sources_of(dataset const& data) {
+  auto const sources = open_ended_sources(data);
+  GPUFEED_EXPECTS(sources == 0 || adapted(data)->reads_whole_batches(),
+                  "an open-ended dataset (open_ended_sources() = " + std::to_string(sources) +
+                      ") must read whole batches (reads_whole_batches()): a batch is made whole "
+                      "or ends with its source");
+  return sources;
+}
+
 std::vector<std::unique_ptr<slot>> make_slots(std::size_t count, slot_layout const& layout,
                                               device_path const& device,
                                               host_memory_source* source) {
@@ -55,12 +65,17 @@ loader_core::loader_core(std::shared_ptr<dataset const> data, loader_options opt
       options_{std::move(options)},
       layout_{std::move(spec), options_.batch_size},
       sizes_{plan_ring(layout_, options_)},
-      epochs_{data_->size(), options_.chunk_window > 0 ? data_->storage_chunk() : 0, options_},
+      sources_{sources_of(*data_)},
+      epochs_{sources_ > 0 ? 0 : data_->size(),
+              options_.chunk_window > 0 ? data_->storage_chunk() : 0, options_, sources_ > 0},
       metrics_{sizes_.tuning.threads, options_.trace_events, options_.max_listed_skips},
       device_{stage_for(layout_, sizes_, options_, host_memory_, make_stage)},
-      ring_{epochs_, make_slots(sizes_.tuning.slots, layout_, device_, host_memory_.get()),
-            sizes_.max_slots, sizes_.tuning.start_depth,
-            adapted(*data_) != nullptr && adapted(*data_)->reads_whole_batches()},
+      ring_{epochs_,
+            make_slots(sizes_.tuning.slots, layout_, device_, host_memory_.get()),
+            sizes_.max_slots,
+            sizes_.tuning.start_depth,
+            adapted(*data_) != nullptr && adapted(*data_)->reads_whole_batches(),
+            sources_},
       held_{layout_, sizes_.footprint, host_memory_.get()},
       staged_{std::move(staged)},
       pool_{mutex_, sizes_.tuning.threads, sizes_.tuning.start_workers},
@@ -140,7 +155,18 @@ std::optional<stream_view> loader_core::consumer_stream(std::optional<stream_vie
 next_result loader_core::next(std::optional<stream_view> consumer, clock::time_point give_up_at) {
   auto const stream = consumer_stream(consumer);
   std::unique_lock lock{mutex_};
-  auto const found = consumer_.wait(lock, give_up_at, *this);
+  auto found = consumer_.wait(lock, give_up_at, *this);
+  // An open-ended epoch's batches that a source could not make are passed over, in order; past
+  // the last one, the wait says end of epoch once every source has ended.
+  while (found.what == next_result::status::ready && found.ready->ended) {
+    ring_.discard(*found.ready);
+    if (pool_.slot_freed_locked()) {
+      lock.unlock();
+      pool_.wake_one();
+      lock.lock();
+    }
+    found = consumer_.wait(lock, give_up_at, *this);
+  }
   if (found.what != next_result::status::ready) {
     return {found.what, std::nullopt};
   }
@@ -270,11 +296,13 @@ std::uint64_t loader_core::epoch() const {
 }
 
 loader_state loader_core::state() const {
+  epochs_.expect_resumable("state()");
   std::lock_guard const lock{mutex_};
   return epochs_.state_at(ring_.consumer());
 }
 
 void loader_core::restore(loader_state const& wanted) {
+  epochs_.expect_resumable("restore()");
   epochs_.expect_same_fingerprint(wanted);
   std::lock_guard const lock{mutex_};
   cursor const to = epochs_.restore_point(wanted);
@@ -288,8 +316,8 @@ void loader_core::restore(loader_state const& wanted) {
 loader_core::plan_sizes loader_core::current_plan_sizes() const {
   std::lock_guard const lock{mutex_};
   auto const* plan = epochs_.plan(ring_.consumer().epoch);
-  if (plan == nullptr) {
-    return {};
+  if (plan == nullptr || epochs_.open_ended()) {
+    return {};  // not known: no order given yet, or an open-ended epoch
   }
   return {plan->batches(), plan->steps(), plan->samples()};
 }

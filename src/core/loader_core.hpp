@@ -94,7 +94,9 @@ class loader_core final : public lease_owner,
   void set_epoch(std::uint64_t epoch);
   void set_epoch(std::uint64_t epoch, epoch_order order);
   [[nodiscard]] std::uint64_t epoch() const;
+  /// @throws logic_error for an open-ended dataset (no state says where its sources stand).
   [[nodiscard]] loader_state state() const;
+  /// @throws logic_error for an open-ended dataset, or a state of other settings.
   void restore(loader_state const& state);
   [[nodiscard]] stats snapshot() const;
   /// Writes the recorded stage spans as Trace Event Format JSON.
@@ -104,7 +106,8 @@ class loader_core final : public lease_owner,
   [[nodiscard]] std::string const& plan() const noexcept { return plan_; }
 
   [[nodiscard]] slot_layout const& layout() const noexcept { return layout_; }
-  /// The sizes of the consumer's epoch's plan (for a given order: zeros until one is given).
+  /// The sizes of the consumer's epoch's plan; zeros while not known (a given order not given
+  /// yet, or an open-ended epoch, whose length is known only when it ends).
   struct plan_sizes {
     std::size_t batches = 0;
     std::size_t steps = 0;
@@ -153,7 +156,8 @@ class loader_core final : public lease_owner,
   std::shared_ptr<host_memory_source> host_memory_;  // the dataset's, or null: the loader's own
   loader_options options_;
   slot_layout layout_;
-  ring_plan sizes_;  // checked against the machine's memory: throws before any allocation
+  ring_plan sizes_;      // checked against the machine's memory: throws before any allocation
+  std::size_t sources_;  // an open-ended dataset's sources (adapted_dataset), or 0
   epoch_source epochs_;
   loader_metrics metrics_;
   device_path device_;  // the CUDA stage, or nothing; owns the slots' host memory then

@@ -7,6 +7,7 @@
 
 #include "core/checked_math.hpp"
 #include "core/units.hpp"
+#include "gpufeed/detail/adapted_dataset.hpp"
 #include "gpufeed/log.hpp"
 
 namespace gpufeed::detail {
@@ -20,7 +21,12 @@ std::string loader_plan(dataset const& data, slot_layout const& layout, loader_o
   };
   auto const& plan = epochs.builtin_plan();
   auto const& order = epochs.builtin();
-  if (epochs.given()) {
+  if (epochs.open_ended()) {
+    line(fmt::format(
+        "open-ended epochs ({}): each ends when all {} of the dataset's sources have ended, its "
+        "length unknown until then; batch_size {} x accumulation_steps {}",
+        layout.spec().to_string(), open_ended_sources(data), o.batch_size, o.accumulation_steps));
+  } else if (epochs.given()) {
     line(fmt::format(
         "{} samples ({}): the order of each epoch is given by the caller (set_epoch(epoch, "
         "order)); batch_size {} x accumulation_steps {}",

@@ -22,6 +22,11 @@ struct sample_read {
   read_context context;   ///< as `read` gets it
   /// Set by `read_each` when this sample's read failed (what `read` would have thrown).
   std::exception_ptr failure;
+  /// Set by `read_each` of an open-ended dataset (`open_ended_sources()`): source `source` has
+  /// no samples left in this epoch, and this position holds none.
+  bool ended = false;
+  /// The source that answered `ended` (0 .. open_ended_sources()-1).
+  std::size_t source = 0;
 };
 
 /// A sample read before the loader knows the batch layout (`adapted_dataset::stage`): it keeps
@@ -84,6 +89,14 @@ class adapted_dataset : public dataset {
   /// staged `write`, so that the dataset can adopt what else it learned from that sample.
   virtual void layout_chosen(staged_sample const& first) const;
 
+  /// Non-zero for an open-ended dataset (an iterable one): its epochs have no length known in
+  /// advance, and `size()` is not read. Its samples come from this many sources (e.g. one
+  /// iterator per worker process), each of which ends on its own, and says so in `read_each`
+  /// (`sample_read::ended`). The epoch ends when every source has ended: the batches planned
+  /// before are delivered in order, those a source could not make are left out, and `next()`
+  /// then says end of epoch. Needs `reads_whole_batches()`: a batch is made whole or ends.
+  [[nodiscard]] virtual std::size_t open_ended_sources() const { return 0; }
+
   /// Where the ring's host memory comes from; null (the default): the loader allocates it.
   [[nodiscard]] virtual std::shared_ptr<host_memory_source> host_memory() const { return {}; }
 };
@@ -92,6 +105,12 @@ class adapted_dataset : public dataset {
 /// from `spec()`).
 [[nodiscard]] inline adapted_dataset const* adapted(dataset const& data) noexcept {
   return dynamic_cast<adapted_dataset const*>(&data);
+}
+
+/// The sources of `data`'s open-ended epochs, or 0 when its epochs have `size()` samples.
+[[nodiscard]] inline std::size_t open_ended_sources(dataset const& data) {
+  auto const* a = adapted(data);
+  return a != nullptr ? a->open_ended_sources() : 0;
 }
 
 }  // namespace gpufeed::detail

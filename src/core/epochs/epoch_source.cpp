@@ -1,5 +1,6 @@
 #include "core/epochs/epoch_source.hpp"
 
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -7,10 +8,34 @@
 
 namespace gpufeed::detail {
 
+namespace {
+// An open-ended epoch's places: whole steps of whole batches, far more than any epoch takes, and
+// few enough that no offset of the plan's arithmetic can overflow.
+std::size_t open_ended_places(loader_options const& options) {
+  auto const step = options.batch_size * options.accumulation_steps;  // checked by batch_plan
+  auto const limit = std::numeric_limits<std::size_t>::max() / 4;
+  return step == 0 || step > limit ? 0 : limit / step * step;
+}
+
+loader_options const& checked_open_ended(loader_options const& options, bool open_ended) {
+  if (open_ended) {
+    GPUFEED_EXPECTS(options.order == sample_order::builtin,
+                    "loader_options::order = sample_order::given: this dataset's epochs are "
+                    "open-ended (an iterable dataset: its length is known only when it ends), "
+                    "so no order of indices can be given; use sample_order::builtin");
+    GPUFEED_EXPECTS(!options.shuffle,
+                    "loader_options::shuffle = true: this dataset's epochs are open-ended (an "
+                    "iterable dataset, which makes its own order); set shuffle = false");
+  }
+  return options;
+}
+}  // namespace
+
 epoch_source::epoch_source(std::size_t dataset_size, std::size_t storage_chunk,
-                           loader_options const& options)
-    : options_{options},
-      sampler_{dataset_size,
+                           loader_options const& options, bool open_ended)
+    : options_{checked_open_ended(options, open_ended)},
+      open_ended_{open_ended},
+      sampler_{open_ended ? 0 : dataset_size,
                options.shuffle,
                options.seed,
                *options.rank,
@@ -19,8 +44,8 @@ epoch_source::epoch_source(std::size_t dataset_size, std::size_t storage_chunk,
                // Every rank gets the same batches: a short tail is evened out the way the
                // tail policy treats a short batch (kept: padded; dropped: trimmed).
                options.last_batch == tail_policy::keep ? even_shards::pad : even_shards::trim},
-      plan_{sampler_.shard_size(), options.batch_size, options.accumulation_steps,
-            options.last_batch, options.last_step} {}
+      plan_{open_ended ? open_ended_places(options) : sampler_.shard_size(), options.batch_size,
+            options.accumulation_steps, options.last_batch, options.last_step} {}
 
 batch_plan const* epoch_source::plan(std::uint64_t epoch) const noexcept {
   if (!given()) {
@@ -40,10 +65,16 @@ std::shared_ptr<given_order const> epoch_source::order_of(std::uint64_t epoch) c
 
 std::size_t epoch_source::index(given_order const* order, std::uint64_t epoch,
                                 std::size_t position) const noexcept {
+  if (open_ended_) {
+    return position;  // a place, not an index: the sources choose the samples
+  }
   return order != nullptr ? order->indices[position] : sampler_.index(epoch, position);
 }
 
 std::size_t epoch_source::index(std::uint64_t epoch, std::size_t position) const {
+  if (open_ended_) {
+    return position;
+  }
   if (!given()) {
     return sampler_.index(epoch, position);
   }
@@ -56,6 +87,10 @@ epoch_order epoch_source::builtin_order(std::uint64_t epoch) const {
   GPUFEED_EXPECTS(!given(),
                   "builtin_order: this loader's order is given by the caller "
                   "(loader_options::order = sample_order::given), who knows it already");
+  GPUFEED_EXPECTS(!open_ended_,
+                  "builtin_order: this dataset's epochs are open-ended (an iterable dataset): "
+                  "its sources choose the samples, and the epoch's length is known only when it "
+                  "ends");
   epoch_order out;
   out.indices.reserve(plan_.samples());
   out.batch_sizes.reserve(plan_.batches());
@@ -96,6 +131,13 @@ loader_state epoch_source::state_at(cursor at) const noexcept {
   out.shuffle = options_.shuffle;
   out.chunk_window = options_.chunk_window;
   return out;
+}
+
+void epoch_source::expect_resumable(char const* call) const {
+  GPUFEED_EXPECTS(!open_ended_,
+                  std::string{call} +
+                      ": this dataset's epochs are open-ended (an iterable dataset): no state "
+                      "can say where its sources stand; resume by epoch (set_epoch) instead");
 }
 
 cursor epoch_source::restore_point(loader_state const& saved) const {

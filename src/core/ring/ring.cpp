@@ -48,13 +48,15 @@ char const* name(slot::state s) noexcept {
 }  // namespace
 
 ring::ring(epoch_source const& epochs, std::vector<std::unique_ptr<slot>> slots,
-           std::size_t max_slots, std::size_t depth, bool whole_batches)
+           std::size_t max_slots, std::size_t depth, bool whole_batches, std::size_t sources)
     : epochs_{epochs},
       max_slots_{std::max(max_slots, slots.size())},
       depth_{depth},
-      whole_batches_{whole_batches} {
+      whole_batches_{whole_batches},
+      source_ended_(epochs.open_ended() ? std::max<std::size_t>(sources, 1) : 0, false) {
   slots_.reserve(max_slots_);
   prepared_.reserve(max_slots_);
+  epoch_ends_.reserve(epochs.open_ended() ? max_slots_ + 1 : 0);
   for (auto& s : slots) {
     ++counts_[index_of(s->status)];
     slots_.push_back(std::move(s));
@@ -99,10 +101,12 @@ slot* ring::start_next(unsigned workers) {
     s.grain = whole_batches_ ? std::max<std::size_t>(span.count, 1)
                              : std::clamp<std::size_t>(
                                    span.count / (4 * std::size_t{std::max(workers, 1U)}), 1, 16);
+    s.ended = false;
+    s.source = 0;
     s.claims.cancelled.store(false, std::memory_order_relaxed);
     s.claims.remaining.store(span.count, std::memory_order_relaxed);
     s.claims.next.store(0, std::memory_order_release);
-    producer_ = epochs_.normalized({producer_.epoch, producer_.sequence + 1});
+    producer_ = normalized({producer_.epoch, producer_.sequence + 1});
     check();
     return &s;
   }
@@ -122,8 +126,58 @@ bool ring::complete(slot& s) noexcept {
     return false;  // discarded by set_epoch / restore while it was being filled
   }
   move(s, slot::state::ready);
+  if (s.ended) {
+    source_ended(s);
+  }
   check();
   return true;
+}
+
+void ring::source_ended(slot const& s) noexcept {
+  require(!source_ended_.empty() && s.source < source_ended_.size(),
+          "an ended batch outside an open-ended epoch, or from a source the dataset does not "
+          "count");
+  if (source_ended_.empty() || s.at.epoch != producer_.epoch) {
+    return;  // the producer's epoch ended already: this batch was planned before its end
+  }
+  auto const source = s.source % source_ended_.size();
+  if (source_ended_[source]) {
+    return;
+  }
+  source_ended_[source] = true;
+  if (++sources_ended_ < source_ended_.size()) {
+    return;
+  }
+  // Every source has ended: what is planned is the whole epoch, and nothing more of it is.
+  epoch_ends_.push_back({producer_.epoch, producer_.sequence});
+  producer_ = {producer_.epoch + 1, 0};
+  reset_sources();
+}
+
+void ring::reset_sources() noexcept {
+  std::fill(source_ended_.begin(), source_ended_.end(), false);
+  sources_ended_ = 0;
+}
+
+std::optional<std::size_t> ring::batches_of(std::uint64_t epoch) const noexcept {
+  auto const* plan = epochs_.plan(epoch);
+  if (plan == nullptr) {
+    return std::nullopt;
+  }
+  if (!epochs_.open_ended()) {
+    return plan->batches();
+  }
+  for (auto const& end : epoch_ends_) {
+    if (end.epoch == epoch) {
+      return end.sequence;
+    }
+  }
+  return std::nullopt;
+}
+
+cursor ring::normalized(cursor c) const noexcept {
+  auto const batches = batches_of(c.epoch);
+  return batches && c.sequence >= *batches ? cursor{c.epoch + 1, 0} : c;
 }
 
 // ---- consumer -----------------------------------------------------------------------------------
@@ -139,11 +193,12 @@ slot* ring::consumer_slot() const noexcept {
 }
 
 bool ring::step_past_epoch_end() noexcept {
-  auto const* plan = epochs_.plan(consumer_.epoch);
-  if (plan == nullptr || consumer_.sequence < plan->batches()) {
+  auto const batches = batches_of(consumer_.epoch);
+  if (!batches || consumer_.sequence < *batches) {
     return false;
   }
   consumer_ = {consumer_.epoch + 1, 0};
+  std::erase_if(epoch_ends_, [&](cursor end) { return end.epoch < consumer_.epoch; });
   check();
   return true;
 }
@@ -174,13 +229,14 @@ void ring::release(slot& s) noexcept {
 
 bool ring::at_start_of(std::uint64_t epoch) const noexcept {
   cursor const start{epoch, 0};
-  return consumer_ == start || epochs_.normalized(consumer_) == start;
+  return consumer_ == start || normalized(consumer_) == start;
 }
 
 bool ring::enter_epoch(std::uint64_t epoch, bool keep) noexcept {
   cursor const start{epoch, 0};
   if (keep) {
     consumer_ = start;
+    std::erase_if(epoch_ends_, [&](cursor end) { return end.epoch < epoch; });
     check();
     return false;
   }
@@ -196,8 +252,11 @@ void ring::flush(cursor to) noexcept {
       s->claims.cancelled.store(true, std::memory_order_relaxed);
     }
   }
+  // An open-ended epoch is read anew: its sources and its length are learned again.
+  epoch_ends_.clear();
+  reset_sources();
   consumer_ = to;
-  producer_ = epochs_.normalized(to);
+  producer_ = normalized(to);
   check();
 }
 

@@ -21,6 +21,13 @@
 //   5. the consumer takes batches in plan order: the slot it hands out or discards holds the
 //      batch at the consumer's cursor, and a slot is started only when no worker is attached to
 //      it, so that a worker never sees its batch change under it.
+//
+// An open-ended epoch (epoch_source::open_ended) has no last batch in its plan: the producer
+// plans batch after batch until every source has ended (a batch whose claim a source could not
+// make is `ended`). The producer's sequence then is the epoch's length: the producer moves to
+// the next epoch, and the consumer, having taken (or passed over) every batch before, steps past
+// the end as it does at a planned epoch's.
+//
 // The CUDA path adds its copy between the last sample and `ready`, and its release event between
 // `leased` and `free` (device_path.hpp); the ring does not see them.
 
@@ -28,6 +35,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,8 +59,9 @@ class ring {
   /// `max_slots` slots. Its storage is reserved for max_slots at once: growing never moves a slot
   /// (workers hold slot pointers).
   /// `whole_batches`: every claim is a whole batch (adapted_dataset::reads_whole_batches).
+  /// `sources`: an open-ended epoch's (epochs.open_ended()), at least 1.
   ring(epoch_source const& epochs, std::vector<std::unique_ptr<slot>> slots, std::size_t max_slots,
-       std::size_t depth, bool whole_batches = false);
+       std::size_t depth, bool whole_batches = false, std::size_t sources = 0);
 
   // ---- workers ----
   /// The slot of the earliest batch that still has samples to claim, or null. The earliest first:
@@ -69,7 +78,10 @@ class ring {
   /// again now (it was discarded, or released, while a worker was still on it).
   [[nodiscard]] bool detach(slot& s) noexcept;
   /// filling -> ready, once its last sample is read (and its copy queued). False when the batch
-  /// was discarded meanwhile (set_epoch / restore): the slot is free already.
+  /// was discarded meanwhile (set_epoch / restore): the slot is free already. A batch that is
+  /// `ended` (an open-ended epoch's source had none) becomes ready too, for the consumer to pass
+  /// over in order; when its source is the last of the producer's epoch to end, the epoch's
+  /// length is known and the producer moves to the next epoch.
   [[nodiscard]] bool complete(slot& s) noexcept;
 
   // ---- consumer ----
@@ -77,12 +89,13 @@ class ring {
   [[nodiscard]] cursor producer() const noexcept { return producer_; }
   /// The slot holding the consumer's batch (filling or ready), or null when it has not started.
   [[nodiscard]] slot* consumer_slot() const noexcept;
-  /// When the consumer has taken the last batch of its epoch (whose plan must be known), moves it
-  /// to the start of the next epoch and returns true.
+  /// When the consumer has taken the last batch of its epoch (whose plan, or whose end when
+  /// open-ended, must be known), moves it to the start of the next epoch and returns true.
   [[nodiscard]] bool step_past_epoch_end() noexcept;
   /// ready -> leased: the consumer takes its batch and moves on.
   void hand_out(slot& s) noexcept;
-  /// ready -> free: the consumer's batch raised instead (a failed sample); the consumer moves on.
+  /// ready -> free: the consumer's batch raised instead (a failed sample), or is `ended`; the
+  /// consumer moves on.
   void discard(slot& s) noexcept;
   /// leased -> free: the batch's holder gave it back.
   void release(slot& s) noexcept;
@@ -123,6 +136,9 @@ class ring {
   }
   [[nodiscard]] ring_occupancy occupancy() const noexcept;
   [[nodiscard]] std::uint64_t generation() const noexcept { return generation_; }
+  /// The batches of `epoch`: its plan's, or an open-ended epoch's once every source has ended;
+  /// nullopt while not known.
+  [[nodiscard]] std::optional<std::size_t> batches_of(std::uint64_t epoch) const noexcept;
 
   /// The first rule above that does not hold, described; empty when all hold. O(slots log slots);
   /// allocates only to describe a broken rule.
@@ -134,6 +150,13 @@ class ring {
   void take(slot& s, slot::state to) noexcept;
   /// Aborts with the broken rule (builds without NDEBUG only).
   void check() const noexcept;
+  /// `c`, or the start of the next epoch when `c` is past the last batch of its epoch.
+  [[nodiscard]] cursor normalized(cursor c) const noexcept;
+  /// An open-ended epoch's source had no batch for `s`: counted once per source; the last one
+  /// ends the producer's epoch.
+  void source_ended(slot const& s) noexcept;
+  /// Forgets which sources ended: the producer starts an epoch.
+  void reset_sources() noexcept;
 
   epoch_source const& epochs_;
   std::vector<std::unique_ptr<slot>> slots_;
@@ -146,6 +169,12 @@ class ring {
   cursor producer_;                       // the next batch to start
   cursor consumer_;                       // the next batch next() returns
   mutable std::vector<cursor> prepared_;  // violation()'s scratch, reserved for max_slots
+  // Open-ended epochs: the sources that ended in the producer's epoch, and the length of each
+  // ended epoch the consumer has not passed, as (epoch, batches), oldest first. Each such epoch
+  // but the consumer's holds a planned batch in a slot: max_slots + 1 entries at most, reserved.
+  std::vector<bool> source_ended_;
+  std::size_t sources_ended_ = 0;
+  std::vector<cursor> epoch_ends_;
 };
 
 }  // namespace gpufeed::detail

@@ -80,6 +80,8 @@ struct slot {
   std::vector<std::size_t> skipped;    // capacity batch_size; filled at completion
   std::size_t delivered = 0;           // samples left after skipped ones are removed
   std::exception_ptr error;            // every failed sample's, under error_policy::raise
+  bool ended = false;      // an open-ended epoch's source had no batch for it: nothing to deliver
+  std::size_t source = 0;  // the source that said so
   slot_claims claims;
 
   // next()'s: what the batch holding the slot sees, written when the slot is leased.

@@ -116,6 +116,10 @@ void batch_filler::read_claim(slot& s, std::size_t first, std::size_t last, unsi
   auto const n = static_cast<std::int64_t>(reads.size());
   for (std::int64_t k = 0; k < n; ++k) {
     auto const& r = reads[static_cast<std::size_t>(k)];
+    if (r.ended) {  // an open-ended epoch's source has no more: the batch is made whole or ends
+      s.ended = true;
+      s.source = r.source;
+    }
     if (r.failure) {
       s.failures[r.out.position()] = {r.failure, worker};
     }
@@ -171,6 +175,13 @@ void batch_filler::write_staged(staged_read& staged, slot& s, std::size_t positi
 void batch_filler::settle(slot& s) {
   s.skipped.clear();
   s.error = nullptr;
+  if (s.ended) {  // no batch: nothing was written, and nothing failed that the consumer sees
+    for (std::size_t p = 0; p < s.count; ++p) {
+      s.failures[p] = {};
+    }
+    s.delivered = 0;
+    return;
+  }
   std::vector<sample_failure> failed;  // error_policy::raise: allocated only on a failure
   std::size_t kept = 0;
   for (std::size_t p = 0; p < s.count; ++p) {
@@ -205,8 +216,9 @@ void batch_filler::complete(slot& s, unsigned worker) {
   nvtx_range const range{"gpufeed: batch complete"};
   auto const begin = metrics_.tracing() ? steady_ns() : 0;
   settle(s);
-  // A batch that raises is never copied, nor one discarded meanwhile (set_epoch / restore).
-  if (!s.error && !s.claims.cancelled.load(std::memory_order_relaxed)) {
+  // A batch that raises is never copied, nor one that ended, nor one discarded meanwhile
+  // (set_epoch / restore).
+  if (!s.error && !s.ended && !s.claims.cancelled.load(std::memory_order_relaxed)) {
     device_.copy_async(s);
   }
   if (metrics_.tracing()) {

@@ -3,8 +3,9 @@
 // (dataset::read), keeps a failed read's exception beside it, and the worker that reads the
 // batch's last sample completes it: closes the gaps of skipped samples, or (error_policy::raise)
 // builds one sample_error naming every failed sample, and queues the batch's copy on the CUDA
-// path. Publishing
-// the completed batch to the consumer is the caller's.
+// path. A claim of an open-ended dataset whose source has no more samples marks the batch
+// `ended` (no copy, nothing delivered). Publishing the completed batch to the consumer is the
+// caller's.
 
 #include <atomic>
 #include <cstddef>

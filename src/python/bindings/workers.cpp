@@ -57,13 +57,10 @@ void bind_workers(py::module_& m) {
           [](process_dataset const& d, std::shared_ptr<batch_lease> const& b) {
             auto const slot = b->value.host_field(0);
             auto const batch = d.collated_batch(static_cast<std::byte const*>(slot.data()));
-            return py::make_tuple(batch.ended ? py::object{py::none()}
-                                              : export_host_bytes(b, batch.data, batch.bytes),
-                                  batch.worker);
+            return export_host_bytes(b, batch.data, batch.bytes);
           },
           py::arg("batch"),
-          "(the bytes collate_fn's output takes, as a uint8 exporter that keeps the batch leased, "
-          "or None when an iterable dataset's worker had no more samples; that worker).");
+          "The bytes collate_fn's output takes, as a uint8 exporter that keeps the batch leased.");
 
   m.def(
       "auto_worker_threads", [] { return detail::auto_worker_threads(autotune_options{}); },

@@ -53,11 +53,17 @@ void process_dataset::collate_each(link& w, std::span<detail::sample_read> reads
     if (status == reply_status::fatal) throw_fatal(w);
     payload_reader in{std::span<std::byte const>{w.box->payload, w.box->bytes}};
     auto const result = static_cast<collate_result>(in.get<std::uint8_t>());
-    if (result == collate_result::written || result == collate_result::ended) {
-      bool const ended = result == collate_result::ended;
-      block.used = ended ? 0 : static_cast<std::size_t>(in.get<std::uint64_t>());
-      block.ended = ended;
-      block.worker = w.id;
+    if (result == collate_result::ended) {
+      // The worker's iterator has no more samples this epoch: its source ended (the loader
+      // passes the batch over, and ends the epoch once every worker's has).
+      for (auto& r : reads) {
+        r.ended = true;
+        r.source = w.id;
+      }
+      return;
+    }
+    if (result == collate_result::written) {
+      block.used = static_cast<std::size_t>(in.get<std::uint64_t>());
       std::lock_guard const lock{blocks_mutex_};
       blocks_[slot] = block;
       largest_batch_ = std::max(largest_batch_, block.used);
@@ -88,7 +94,7 @@ process_dataset::collated process_dataset::collated_batch(std::byte const* slot)
     throw std::out_of_range{"gpufeed: no batch was collated into this slot"};
   }
   auto const& b = found->second;
-  return {arena_->at(b.offset), b.used, b.ended, b.worker};
+  return {arena_->at(b.offset), b.used};
 }
 
 }  // namespace gpufeed::python::workers

@@ -71,7 +71,7 @@ process_dataset::process_dataset(std::size_t size, unsigned workers, bool collat
       collate_budget_{collate_budget},
       arena_{std::make_shared<shared_arena>(arena_reserve_bytes())},
       control_{shared_mapping::create("gpufeed-mailboxes", control_bytes(std::max(workers, 1U)))} {
-  if (size_ == 0) throw std::invalid_argument{"dataset: it is empty (len() is 0)"};
+  if (size_ == 0 && !iterable_) throw std::invalid_argument{"dataset: it is empty (len() is 0)"};
   auto const n = std::max(workers, 1U);
   control_.grow(control_bytes(n));
   for (unsigned w = 0; w < n; ++w) {

@@ -103,9 +103,10 @@ class process_dataset final : public detail::adapted_dataset {
   /// With `collate` the workers make each batch whole, with the user's collate_fn: the ring's
   /// slots only carry the batches, whose output lives in a block of the arena per slot, grown
   /// to the largest batch seen, all blocks within `collate_budget` bytes.
-  /// With `iterable` (and `collate`), the dataset is an iterable one: each worker takes a
-  /// batch's samples from its own iterator (the indices are only the batch's places), and says
-  /// when its iterator ends.
+  /// With `iterable` (and `collate`), the dataset is an iterable one, open-ended
+  /// (`open_ended_sources()`: one source per worker): each worker takes a batch's samples from
+  /// its own iterator (the indices are only the batch's places, and `size` is not read), and
+  /// says when its iterator ends; the loader ends the epoch once every worker's has.
   process_dataset(std::size_t size, unsigned workers, bool collate = false,
                   std::size_t collate_budget = 0, bool iterable = false);
   ~process_dataset() override;
@@ -145,8 +146,6 @@ class process_dataset final : public detail::adapted_dataset {
   struct collated {
     std::byte* data = nullptr;
     std::size_t bytes = 0;
-    bool ended = false;  // an iterable dataset's worker had no more samples (no output)
-    unsigned worker = 0;
   };
   [[nodiscard]] collated collated_batch(std::byte const* slot) const;
 
@@ -158,6 +157,9 @@ class process_dataset final : public detail::adapted_dataset {
   [[nodiscard]] bool reads_claims() const override { return true; }
   [[nodiscard]] bool reads_whole_batches() const override { return collate_; }
   [[nodiscard]] bool layout_from_first_sample() const override { return !collate_; }
+  [[nodiscard]] std::size_t open_ended_sources() const override {
+    return iterable_ ? links_.size() : 0;
+  }
   [[nodiscard]] std::unique_ptr<detail::staged_sample> stage(
       std::size_t index, read_context const& ctx) const override;
   void layout_chosen(detail::staged_sample const& first) const override;
@@ -207,8 +209,6 @@ class process_dataset final : public detail::adapted_dataset {
     std::uint64_t offset = 0;
     std::size_t capacity = 0;
     std::size_t used = 0;
-    bool ended = false;  // the last batch an iterable dataset's worker could not make
-    unsigned worker = 0;
   };
   mutable std::mutex blocks_mutex_;
   mutable std::unordered_map<std::byte const*, block_of_slot> blocks_;
