@@ -62,11 +62,14 @@ class sourced_epochs final : public gpufeed::detail::adapted_dataset {
 
   void read_each(std::span<sample_read> reads) const override {
     auto const& ctx = reads.front().context;
-    auto const source = ctx.worker % lengths_.size();
+    auto source = ctx.worker % lengths_.size();
     std::size_t k = 0;
     {
       std::lock_guard const lock{mutex_};
-      ++claims_[ctx.epoch];
+      auto const claim = claims_[ctx.epoch]++;
+      if (round_robin) {
+        source = claim % lengths_.size();
+      }
       k = made_[{ctx.epoch, source}];
       if (k < lengths_[source]) {
         ++made_[{ctx.epoch, source}];
@@ -79,6 +82,10 @@ class sourced_epochs final : public gpufeed::detail::adapted_dataset {
       return;  // the loader stops: what this claim holds is discarded
     }
     if (k >= lengths_[source]) {
+      {
+        std::lock_guard const lock{mutex_};
+        ended_[ctx.epoch].insert(source);
+      }
       for (auto& r : reads) {
         r.ended = true;
         r.source = source;
@@ -96,11 +103,21 @@ class sourced_epochs final : public gpufeed::detail::adapted_dataset {
     for (auto& r : reads) r.out.as<std::int64_t>(0)[0] = value;
   }
 
+  /// Claims go to the sources in turn, whichever worker reads them (set before the loader is
+  /// made): every source is asked, however the workers share the claims.
+  bool round_robin = false;
+
   /// read_each calls for `epoch` so far, ended ones included.
   [[nodiscard]] std::size_t claims(std::uint64_t epoch) const {
     std::lock_guard const lock{mutex_};
     auto const found = claims_.find(epoch);
     return found == claims_.end() ? 0 : found->second;
+  }
+  /// The sources that have answered ended in `epoch`.
+  [[nodiscard]] std::size_t ended(std::uint64_t epoch) const {
+    std::lock_guard const lock{mutex_};
+    auto const found = ended_.find(epoch);
+    return found == ended_.end() ? 0 : found->second.size();
   }
 
  private:
@@ -110,6 +127,7 @@ class sourced_epochs final : public gpufeed::detail::adapted_dataset {
   mutable std::mutex mutex_;
   mutable std::map<std::pair<std::uint64_t, std::size_t>, std::size_t> made_;
   mutable std::map<std::uint64_t, std::size_t> claims_;
+  mutable std::map<std::uint64_t, std::set<std::size_t>> ended_;
 };
 
 struct delivered {
@@ -220,6 +238,23 @@ TEST(loader_open_ended_test, NothingOfAnEpochIsPlannedAfterItsEnd) {
   auto const claims = data->claims(0);
   expect_epoch(drain(l), 1, lengths);
   EXPECT_EQ(data->claims(0), claims) << "epoch 0 was read after its end";
+}
+
+TEST(loader_open_ended_test, TheNextEpochWaitsForTheConsumer) {
+  // Every source ends its epoch 0 while the consumer holds its first batch: the next epoch is
+  // not started (its sources would begin it), and set_epoch(1) from there reads it whole.
+  std::vector<std::size_t> const lengths{1, 1};
+  auto data = std::make_shared<sourced_epochs>(lengths);
+  data->round_robin = true;
+  auto o = options_for(2);
+  o.prefetch_depth = 6;  // room for every batch of epoch 0, an ended one per source, and more
+  loader l{data, o};
+  auto first = l.next();
+  ASSERT_TRUE(first.has_value());
+  ASSERT_TRUE(eventually([&] { return data->ended(0) >= 2; })) << "the sources never ended";
+  EXPECT_EQ(data->claims(1), 0U) << "epoch 1 was read before the consumer reached it";
+  l.set_epoch(1);
+  expect_epoch(drain(l), 1, lengths);
 }
 
 TEST(loader_open_ended_test, AFailedBatchRaisesAndTheEpochGoesOn) {

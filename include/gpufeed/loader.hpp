@@ -122,7 +122,8 @@ class loader {
   [[nodiscard]] next_result try_next_for(std::chrono::milliseconds max_wait, stream_view consumer);
 
   /// @brief Batches per epoch for this rank (with a given order: of the current epoch's order,
-  /// 0 before one is given).
+  /// 0 before one is given; 0 for a Python IterableDataset, whose epochs end when its workers'
+  /// iterators do).
   [[nodiscard]] std::size_t batches_per_epoch() const;
   /// @brief Optimizer steps per epoch for this rank (as batches_per_epoch for a given order).
   [[nodiscard]] std::size_t steps_per_epoch() const;

@@ -167,6 +167,9 @@ next_result loader_core::next(std::optional<stream_view> consumer, clock::time_p
     }
     found = consumer_.wait(lock, give_up_at, *this);
   }
+  if (found.what == next_result::status::end_of_epoch && epochs_.open_ended()) {
+    pool_.work_appeared_locked();  // the consumer stands in the next epoch: it may start now
+  }
   if (found.what != next_result::status::ready) {
     return {found.what, std::nullopt};
   }
@@ -271,7 +274,8 @@ void loader_core::set_epoch(std::uint64_t epoch) {
     return;
   }
   // Past the last batch of epoch - 1 the producer is already on `epoch`: keep what it prepared.
-  if (ring_.enter_epoch(epoch, ring_.at_start_of(epoch))) {
+  // An open-ended epoch starts only once the consumer stands in it: now, even when kept.
+  if (ring_.enter_epoch(epoch, ring_.at_start_of(epoch)) || epochs_.open_ended()) {
     pool_.work_appeared_locked();
   }
   consumer_.forget_pending_locked();

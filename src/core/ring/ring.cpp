@@ -83,6 +83,11 @@ slot* ring::start_next(unsigned workers) {
   if (plan == nullptr || plan->batches() == 0) {
     return nullptr;  // nothing to start: no batches, or an epoch whose order is not given yet
   }
+  if (epochs_.open_ended() && producer_.epoch > consumer_.epoch) {
+    // A source starts its epoch when it is first asked for it: the next open-ended epoch
+    // waits for the consumer, who may yet leave for another (set_epoch), or read it again.
+    return nullptr;
+  }
   for (std::size_t i = 0; i < depth_; ++i) {
     auto& s = *slots_[i];
     if (s.status != slot::state::free || s.attached != 0) {

@@ -26,7 +26,9 @@
 // plans batch after batch until every source has ended (a batch whose claim a source could not
 // make is `ended`). The producer's sequence then is the epoch's length: the producer moves to
 // the next epoch, and the consumer, having taken (or passed over) every batch before, steps past
-// the end as it does at a planned epoch's.
+// the end as it does at a planned epoch's. No batch of the next open-ended epoch starts before
+// the consumer stands in it: its sources start it when first asked, and must not have begun an
+// epoch that set_epoch then leaves for another, or reads anew.
 //
 // The CUDA path adds its copy between the last sample and `ready`, and its release event between
 // `leased` and `free` (device_path.hpp); the ring does not see them.
@@ -69,8 +71,8 @@ class ring {
   [[nodiscard]] slot* unclaimed() const noexcept;
   /// Starts the producer's next batch in a free slot of the active depth that no worker is
   /// attached to, with claims sized for `workers` active workers; the producer moves on. Null
-  /// when no slot is free, or there is nothing to start (no batches, or an epoch whose order is
-  /// not given yet).
+  /// when no slot is free, or there is nothing to start (no batches, an epoch whose order is
+  /// not given yet, or an open-ended epoch the consumer has not reached).
   [[nodiscard]] slot* start_next(unsigned workers);
   /// A worker starts working on `s`.
   void attach(slot& s) noexcept;
