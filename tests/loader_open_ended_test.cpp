@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -70,9 +71,12 @@ class sourced_epochs final : public gpufeed::detail::adapted_dataset {
       if (round_robin) {
         source = claim % lengths_.size();
       }
-      k = made_[{ctx.epoch, source}];
+      // A run of the epoch makes its batches again, as a source's iterator made anew does.
+      auto const run = reads.front().run;
+      runs_[ctx.epoch].insert(run);
+      k = made_[{ctx.epoch, run, source}];
       if (k < lengths_[source]) {
-        ++made_[{ctx.epoch, source}];
+        ++made_[{ctx.epoch, run, source}];
       }
     }
     if (k >= lengths_[source] && blocking_.contains(source)) {
@@ -113,6 +117,12 @@ class sourced_epochs final : public gpufeed::detail::adapted_dataset {
     auto const found = claims_.find(epoch);
     return found == claims_.end() ? 0 : found->second;
   }
+  /// The runs of `epoch` read so far (sample_read::run).
+  [[nodiscard]] std::size_t runs(std::uint64_t epoch) const {
+    std::lock_guard const lock{mutex_};
+    auto const found = runs_.find(epoch);
+    return found == runs_.end() ? 0 : found->second.size();
+  }
   /// The sources that have answered ended in `epoch`.
   [[nodiscard]] std::size_t ended(std::uint64_t epoch) const {
     std::lock_guard const lock{mutex_};
@@ -125,7 +135,8 @@ class sourced_epochs final : public gpufeed::detail::adapted_dataset {
   std::set<std::pair<std::size_t, std::size_t>> failing_;
   std::set<std::size_t> blocking_;
   mutable std::mutex mutex_;
-  mutable std::map<std::pair<std::uint64_t, std::size_t>, std::size_t> made_;
+  mutable std::map<std::tuple<std::uint64_t, std::uint64_t, std::size_t>, std::size_t> made_;
+  mutable std::map<std::uint64_t, std::set<std::uint64_t>> runs_;
   mutable std::map<std::uint64_t, std::size_t> claims_;
   mutable std::map<std::uint64_t, std::set<std::size_t>> ended_;
 };
@@ -213,6 +224,23 @@ TEST(loader_open_ended_test, SetEpochElsewhereReadsThatEpochAnew) {
   (void)l.next();  // a batch of epoch 0, the rest left unread
   l.set_epoch(5);
   expect_epoch(drain(l), 5, lengths);
+}
+
+TEST(loader_open_ended_test, AnEpochReadAgainIsANewRun) {
+  std::vector<std::size_t> const lengths{3, 2};
+  auto const data = std::make_shared<sourced_epochs>(lengths);
+  loader l{data, options_for(2)};
+  expect_epoch(drain(l), 0, lengths);
+  l.set_epoch(0);  // the same epoch again: its sources must begin it anew
+  expect_epoch(drain(l), 0, lengths);
+  // At least one run per read of the epoch (a batch prepared ahead and then discarded by
+  // set_epoch may have begun one more).
+  EXPECT_GE(data->runs(0), 2U);
+  l.set_epoch(1);
+  expect_epoch(drain(l), 1, lengths);
+  l.set_epoch(1);
+  expect_epoch(drain(l), 1, lengths);
+  EXPECT_GE(data->runs(1), 2U);
 }
 
 TEST(loader_open_ended_test, SourcesWithoutSamplesEndTheEpochEmpty) {

@@ -69,6 +69,16 @@ def test_set_epoch_between_epochs():
         assert counted(list(ours)) == want, epoch
 
 
+@pytest.mark.parametrize("epochs", [(0, 0, 0, 0), (3, 1, 3, 3)])
+def test_an_epoch_read_again_iterates_anew(epochs):
+    # torch makes every worker's iterator again at each iter(); so does a repeated epoch here.
+    ours, theirs = loaders([5, 3])
+    want = counted(theirs)
+    for k, epoch in enumerate(epochs):
+        ours.set_epoch(epoch)
+        assert counted(list(ours)) == want, (k, epoch)
+
+
 def test_its_length_is_unknown_to_the_engine():
     ours, _ = loaders([4, 4])
     with pytest.raises(TypeError):

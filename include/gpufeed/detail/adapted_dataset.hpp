@@ -27,6 +27,10 @@ struct sample_read {
   bool ended = false;
   /// The source that answered `ended` (0 .. open_ended_sources()-1).
   std::size_t source = 0;
+  /// Which run of `context.epoch` this read is for: it changes when the consumer starts an
+  /// epoch over (set_epoch, restore), so that an open-ended dataset's sources begin that epoch
+  /// anew (as every iter() of torch's loader makes its workers' iterators again).
+  std::uint64_t run = 0;
 };
 
 /// A sample read before the loader knows the batch layout (`adapted_dataset::stage`): it keeps

@@ -99,8 +99,8 @@ void batch_filler::read_claim(slot& s, std::size_t first, std::size_t last, unsi
     }
     reads.push_back(
         {index, sample_view{layout_, s.memory, position},
-         read_context{index, epoch, worker, mix_seed(options_.seed, epoch, index), &stop_},
-         nullptr});
+         read_context{index, epoch, worker, mix_seed(options_.seed, epoch, index), &stop_}, nullptr,
+         false, 0, s.generation});
   }
   if (reads.empty()) {
     return;

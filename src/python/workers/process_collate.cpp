@@ -39,7 +39,7 @@ void process_dataset::collate_each(link& w, std::span<detail::sample_read> reads
     return exchange(
         w, kind,
         [&](payload_writer& out) {
-          out.put<std::uint64_t>(reads.front().context.epoch);
+          out.put<std::uint64_t>(reads.front().context.epoch).put<std::uint64_t>(reads.front().run);
           out.put<std::uint64_t>(block.offset).put<std::uint64_t>(block.capacity);
           if (kind == task_kind::collate) {
             out.put<std::uint32_t>(static_cast<std::uint32_t>(reads.size()));

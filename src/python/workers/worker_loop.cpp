@@ -335,6 +335,7 @@ class worker {
   // kept, when it needs a larger one: the loader makes it and asks again, collate_write).
   void collate(task_kind kind, payload_reader& in, payload_writer& out) {
     auto const epoch = in.get<std::uint64_t>();
+    auto const run = in.get<std::uint64_t>();
     auto const offset = in.get<std::uint64_t>();
     auto const capacity = in.get<std::uint64_t>();
     if (kind == task_kind::collate) {
@@ -344,7 +345,7 @@ class worker {
       std::size_t first_index = 0;
       if (calls_.iterable) {
         failure failed;
-        if (!take_from_iterator(count, epoch, samples, failed)) {
+        if (!take_from_iterator(count, epoch, run, samples, failed)) {
           collate_failed(out, failed);
           return;
         }
@@ -394,14 +395,15 @@ class worker {
   }
 
   // Up to `count` samples from this worker's iterator over the dataset, made again when the
-  // epoch changes (as torch's workers iterate their copy anew each epoch). False when the
-  // iterator raised (`failed` says how).
-  bool take_from_iterator(std::uint32_t count, std::uint64_t epoch, py::list& samples,
-                          failure& failed) {
+  // epoch or its run changes (as torch's workers iterate their copy anew at every iter(), and an
+  // epoch started over is a new run). False when the iterator raised (`failed` says how).
+  bool take_from_iterator(std::uint32_t count, std::uint64_t epoch, std::uint64_t run,
+                          py::list& samples, failure& failed) {
     try {
-      if (!iterator_ || iterator_epoch_ != epoch) {
+      if (!iterator_ || iterator_epoch_ != epoch || iterator_run_ != run) {
         iterator_ = py::iter(dataset_);
         iterator_epoch_ = epoch;
+        iterator_run_ = run;
         exhausted_ = false;
       }
       while (!exhausted_ && static_cast<std::uint32_t>(py::len(samples)) < count) {
@@ -456,8 +458,9 @@ class worker {
   file_descriptor parent_;
   py::object dataset_;
   py::object getitem_;
-  py::object iterator_;  // an iterable dataset's, for iterator_epoch_
+  py::object iterator_;  // an iterable dataset's, for iterator_epoch_'s run iterator_run_
   std::uint64_t iterator_epoch_ = 0;
+  std::uint64_t iterator_run_ = 0;
   bool exhausted_ = false;
   py::object describe_;
   py::module_ pickle_;
