@@ -190,7 +190,7 @@ def main() -> None:
            "config": {**{k: v for k, v in vars(a).items() if k not in ("out", "raw")},
                       "order": "before first in odd rounds", "gpufeed_bench_diff": bench_diff},
            "trees": trees, "seconds": round(time.perf_counter() - started),
-           "results": results, "runs": runs, "goals": goals}
+           "results": results, "goals": goals}  # each run's own report stays in --raw
     with open(a.out, "w") as f:
         f.write(paired.compact_json(doc) + "\n")
     print(f"wrote {a.out} ({doc['seconds']} s)")
